@@ -1,0 +1,246 @@
+"""The ``icml26`` command line.
+
+    icml26 list                      slug, title, status, last verdicts
+    icml26 info SLUG                 the paper, its API entry point, its claims
+    icml26 run SLUG|all [--profile P] [--seeds 0,1,2] [--set k=v ...] [--out DIR] [--strict]
+    icml26 reproduce [SLUG ...] [--profile quick] [--out DIR] [--jobs N] [--strict]
+    icml26 report [--results DIR] [--profile P]
+
+Exit status: 0 when every run completed (whatever the verdicts); 1 when a paper's run raised;
+2 on a usage error (unknown slug/profile/key, bad value, paper not implemented); 3 with
+``--strict`` when a claim was not reproduced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .harness.config import PROFILES, ConfigError
+from .harness.registry import PAPERS, UnknownPaperError, get_paper, implemented_papers
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds expects comma-separated integers, got {text!r}") from None
+    if not seeds or any(s < 0 for s in seeds):
+        raise argparse.ArgumentTypeError("--seeds needs one or more non-negative integers")
+    return seeds
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="icml26", description="The ICML 2026 paper list, runnable.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub.add_parser("list", help="list the 19 papers with their status and last verdicts",
+                   description="List the papers: slug, title, implemented or not, last verdicts.") \
+        .add_argument("--results", default="results", help="results folder to read verdicts from")
+
+    info = sub.add_parser("info", help="show one paper: metadata, API entry point, claims",
+                          description="Show one paper's metadata, API entry point and claims.")
+    info.add_argument("slug", help="paper slug (see `icml26 list`)")
+
+    def add_run_flags(sp: argparse.ArgumentParser, default_profile: str) -> None:
+        sp.add_argument("--profile", default=default_profile, choices=PROFILES,
+                        help=f"smoke (<=15 s), quick (<=3 min) or full (<=30 min); default {default_profile}")
+        sp.add_argument("--seeds", type=_seeds, default=None,
+                        help="comma-separated seeds, overriding the profile's (e.g. 0,1,2)")
+        sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field, type-checked (repeatable)")
+        sp.add_argument("--out", default="results", help="results folder (default: results/)")
+        sp.add_argument("--strict", action="store_true",
+                        help="exit 3 when a claim is not reproduced or inconclusive")
+        sp.add_argument("--jobs", type=int, default=1,
+                        help="papers to run in parallel processes (default 1)")
+        sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
+
+    run = sub.add_parser("run", help="reproduce one paper (or `all`)",
+                         description="Run a paper's reproduction, judge its claims, write results.")
+    run.add_argument("slug", help="paper slug, or `all` for every implemented paper")
+    add_run_flags(run, "quick")
+
+    rep = sub.add_parser("reproduce", help="run papers (default: all implemented) and write the report",
+                         description="Run papers (default all implemented), then write the report.")
+    rep.add_argument("slugs", nargs="*", help="paper slugs (default: all implemented)")
+    add_run_flags(rep, "quick")
+
+    report = sub.add_parser("report", help="gather the latest results into REPORT.md and report.html",
+                            description="Write DIR/REPORT.md and DIR/report.html from the latest results.")
+    report.add_argument("--results", default="results", help="results folder (default: results/)")
+    report.add_argument("--profile", default=None, choices=PROFILES, help="only this profile")
+    return p
+
+
+def _last_verdicts(results: Path, slug: str) -> str:
+    from .harness.report import collect_latest
+
+    latest = collect_latest(results).get(slug)
+    if latest is None:
+        return ""
+    res = latest[1]
+    if res["status"] == "error":
+        return f"{res['profile']}: error"
+    counts: dict[str, int] = {}
+    for c in res["claims"]:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    return f"{res['profile']}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="icml26 — ICML 2026 papers")
+    for col in ("#", "slug", "paper", "status", "last verdicts"):
+        table.add_column(col)
+    for info in PAPERS.values():
+        status = "implemented" if info.implemented else "not implemented"
+        table.add_row(str(info.number), info.slug, info.short, status,
+                      _last_verdicts(Path(args.results), info.slug))
+    Console(width=160).print(table)
+    return EXIT_OK
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    info = get_paper(args.slug)
+    print(f"{info.number}. {info.slug}: {info.title}")
+    print(f"  arXiv: {info.url or 'none found'}")
+    print(f"  code:  {info.code_url or 'none public'}")
+    if not info.implemented:
+        print("  status: not implemented")
+        return EXIT_OK
+    print(f"  API:   {info.api or info.module_name}")
+    exp = info.experiment()
+    for profile in PROFILES:
+        cfg = exp.Config.from_profile(profile)
+        print(f"  profile {profile}: seeds {list(cfg.seeds)}, budget {cfg.budget_s:.0f} s")
+    print("  claims:")
+    for c in exp.CLAIMS:
+        print(f"   - [{c.id}] {c.statement}")
+        print(f"       paper: {c.paper_value}")
+        print(f"       metric: {c.metric}; scale: {c.scale}")
+        print(f"       rule: {c.rule}")
+        print(f"       negative control: {c.control_description}")
+    if hasattr(exp, "describe"):
+        print(exp.describe())
+    return EXIT_OK
+
+
+class _RichProgress:
+    """Progress bars over seeds (one task per paper) on stderr."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._progress = None
+
+    def __enter__(self) -> _RichProgress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                      TextColumn("{task.completed}/{task.total} seeds"),
+                                      TimeElapsedColumn(), console=Console(stderr=True))
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
+
+    def factory(self, slug: str):
+        if self._progress is None:
+            def plain(msg: str, i: int, n: int) -> None:
+                if msg != "done":
+                    print(f"[{slug}] {msg} ({i + 1}/{n})", file=sys.stderr, flush=True)
+            return plain
+        task = self._progress.add_task(slug, total=None)
+
+        def update(msg: str, i: int, n: int) -> None:
+            self._progress.update(task, total=n, completed=i, description=f"{slug}: {msg}")
+        return update
+
+
+def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
+    from .harness.runner import run_many
+
+    with _RichProgress(not args.no_progress) as bars:
+        results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
+                           out=args.out, jobs=args.jobs, progress_factory=bars.factory)
+    code = EXIT_OK
+    for res in results:
+        if res["status"] == "error":
+            print(f"{res['paper']}: ERROR\n{res.get('error', '')}", file=sys.stderr)
+            code = EXIT_ERROR
+            continue
+        print(f"{res['paper']} [{res['profile']}] {res['runtime_s']:.1f} s, seeds {res['seeds']}")
+        for c in res["claims"]:
+            nc = c["negative_control"]
+            print(f"  {c['id']:<24} {c['verdict']:<15} ours: {c.get('ours', '')}")
+            print(f"  {'':<24} control: {nc['verdict']}{'' if nc['passes'] else ' (POWERLESS)'}")
+            if args.strict and c["verdict"] != "reproduced" and code == EXIT_OK:
+                code = EXIT_STRICT
+    if write_report:
+        from .harness.report import write_report as _write
+
+        md, html_path = _write(args.out)
+        print(f"report: {md} and {html_path}")
+    return code
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.slug == "all":
+        return _run([p.slug for p in implemented_papers()], args, write_report=False)
+    _check_runnable([args.slug], args)
+    return _run([args.slug], args, write_report=False)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    slugs = args.slugs or [p.slug for p in implemented_papers()]
+    _check_runnable(slugs, args)
+    return _run(slugs, args, write_report=True)
+
+
+def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
+    """Usage errors surface before anything runs: unknown slug, not implemented, bad --set."""
+    from .harness.runner import build_config
+
+    for slug in slugs:
+        info = get_paper(slug)
+        if not info.implemented:
+            raise NotImplementedError(f"paper {slug!r} is not implemented yet")
+        build_config(info.experiment(), args.profile, args.overrides, args.seeds)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .harness.report import write_report
+
+    if not Path(args.results).is_dir():
+        raise FileNotFoundError(f"no results folder {args.results!r}; run `icml26 reproduce` first")
+    md, html_path = write_report(args.results, args.profile)
+    print(f"report: {md} and {html_path}")
+    return EXIT_OK
+
+
+COMMANDS = {"list": cmd_list, "info": cmd_info, "run": cmd_run, "reproduce": cmd_reproduce,
+            "report": cmd_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (UnknownPaperError, ConfigError, NotImplementedError, FileNotFoundError) as exc:
+        print(f"icml26: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

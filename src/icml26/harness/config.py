@@ -1,0 +1,160 @@
+"""Experiment configuration: one frozen dataclass per paper with three profiles.
+
+A paper's ``experiment.py`` subclasses :class:`ExperimentConfig`, gives every field a default and
+implements the three class methods ``smoke()`` (<= 15 s, used by the tests), ``quick()`` (<= 3 min
+on 2 cores) and ``full()`` (<= 30 min). Overrides from the command line (``--set key=value``) are
+parsed against the field's annotated type, so ``--set n_samples=abc`` is an error, not a string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
+
+PROFILES: tuple[str, ...] = ("smoke", "quick", "full")
+BUDGET_S: dict[str, float] = {"smoke": 15.0, "quick": 180.0, "full": 1800.0}
+
+
+class ConfigError(ValueError):
+    """A profile, an override key or an override value is not valid."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """Base class of every paper's ``Config``.
+
+    Attributes
+    ----------
+    profile : str
+        Which profile built this config (``smoke`` | ``quick`` | ``full`` | ``custom``).
+    seeds : tuple of int
+        The seeds the runner iterates over; method and baselines share each seed.
+    """
+
+    profile: str = "custom"
+    seeds: tuple[int, ...] = (0,)
+
+    PROFILES: ClassVar[tuple[str, ...]] = PROFILES
+
+    @classmethod
+    def smoke(cls) -> ExperimentConfig:
+        raise NotImplementedError
+
+    @classmethod
+    def quick(cls) -> ExperimentConfig:
+        raise NotImplementedError
+
+    @classmethod
+    def full(cls) -> ExperimentConfig:
+        raise NotImplementedError
+
+    @classmethod
+    def from_profile(cls, profile: str) -> ExperimentConfig:
+        if profile not in PROFILES:
+            raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+        config = getattr(cls, profile)()
+        if not isinstance(config, cls):
+            raise ConfigError(f"{cls.__name__}.{profile}() must return a {cls.__name__}")
+        return dataclasses.replace(config, profile=profile)
+
+    @property
+    def budget_s(self) -> float:
+        """The wall-clock budget of this profile (DEVELOPERS.md: smoke 15 s, quick 3 min, full 30 min)."""
+        return BUDGET_S.get(self.profile, BUDGET_S["full"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def with_overrides(self, overrides: dict[str, str] | list[str] | None) -> ExperimentConfig:
+        """Return a copy with ``key=value`` overrides parsed against the field types."""
+        if not overrides:
+            return self
+        if isinstance(overrides, list):
+            overrides = parse_assignments(overrides)
+        hints = get_type_hints(type(self))
+        names = {f.name for f in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        for key, raw in overrides.items():
+            if key not in names:
+                known = ", ".join(sorted(names))
+                raise ConfigError(f"unknown config key {key!r} for {type(self).__name__}; known: {known}")
+            try:
+                changes[key] = parse_value(raw, hints[key])
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"--set {key}={raw!r}: {exc}") from None
+        return dataclasses.replace(self, **changes)
+
+
+def parse_assignments(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_value(raw: str, tp: Any) -> Any:
+    """Parse the command-line string ``raw`` as a value of the annotated type ``tp``."""
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if raw.lower() in {"none", "null"} and len(args) < len(get_args(tp)):
+            return None
+        errors = []
+        for arg in args:
+            try:
+                return parse_value(raw, arg)
+            except (TypeError, ValueError) as exc:
+                errors.append(str(exc))
+        raise ValueError("; ".join(errors))
+    if origin is Literal:
+        choices = get_args(tp)
+        for choice in choices:
+            if str(choice) == raw:
+                return choice
+        raise ValueError(f"expected one of {choices}")
+    if origin in (tuple, list):
+        args = get_args(tp)
+        parts = [p for p in raw.strip("()[]").split(",") if p.strip()]
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+            values = [parse_value(p.strip(), args[0]) for p in parts]
+        elif origin is tuple and args:
+            if len(parts) != len(args):
+                raise ValueError(f"expected {len(args)} comma-separated values")
+            values = [parse_value(p.strip(), a) for p, a in zip(parts, args, strict=True)]
+        else:
+            inner = args[0] if args else str
+            values = [parse_value(p.strip(), inner) for p in parts]
+        return tuple(values) if origin is tuple else values
+    if tp is bool:
+        low = raw.lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError("expected a boolean (true/false)")
+    if tp is int:
+        return int(raw)
+    if tp is float:
+        return float(raw)
+    if tp is str:
+        return raw
+    raise TypeError(f"cannot parse a value of type {tp!r} from the command line")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, float | int | str | bool) or value is None:
+        return value
+    return repr(value)

@@ -1,0 +1,147 @@
+"""The report: every paper's latest result in one Markdown file and one static HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .registry import PAPERS
+from .result import SchemaError, atomic_write_text, validate_result
+
+_BADGE = {"reproduced": "✅ reproduced", "not reproduced": "❌ not reproduced",
+          "inconclusive": "➖ inconclusive"}
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _control(claim: Mapping[str, Any]) -> str:
+    nc = claim.get("negative_control", {})
+    flag = "ok" if nc.get("passes", nc.get("verdict") != "reproduced") else "POWERLESS"
+    return f"{nc.get('verdict', '?')} ({flag})"
+
+
+def result_markdown(result: Mapping[str, Any]) -> str:
+    """A Markdown summary of one result: claims table, metrics table, warnings, error."""
+    lines = [f"# {result['paper']} — profile `{result['profile']}`", ""]
+    if result.get("title"):
+        lines += [f"*{result['title']}*" + (f" (arXiv {result['arxiv']})" if result.get("arxiv") else ""), ""]
+    lines += [f"status: **{result['status']}** · seeds: {result['seeds']} · runtime: "
+              f"{result['runtime_s']:.1f} s", ""]
+    if result["status"] == "error":
+        lines += ["```", str(result.get("error", "")).rstrip(), "```", ""]
+    if result["claims"]:
+        lines += ["| claim | paper | ours | rule | verdict | negative control |", "|---|---|---|---|---|---|"]
+        for c in result["claims"]:
+            lines.append(f"| {_cell(c['id'])}: {_cell(c['statement'])} | {_cell(c['paper_value'])} | "
+                         f"{_cell(c.get('ours', ''))} | {_cell(c['rule'])} | "
+                         f"{_BADGE.get(c['verdict'], c['verdict'])} | "
+                         f"{_cell(c['negative_control']['description'])}: {_cell(_control(c))} |")
+        lines.append("")
+    if result["metrics"]:
+        lines += ["| arm | metric | per seed |", "|---|---|---|"]
+        for arm, per_metric in result["metrics"].items():
+            for name, values in per_metric.items():
+                vals = ", ".join("nan" if v is None else f"{v:.4g}" for v in values)
+                lines.append(f"| {_cell(arm)} | {_cell(name)} | {vals} |")
+        lines.append("")
+    for plot in result.get("plots", []):
+        lines.append(f"![{plot}]({plot})")
+    for warning in result.get("warnings", []):
+        lines.append(f"> warning: {warning.splitlines()[0]}")
+    return "\n".join(lines) + "\n"
+
+
+def collect_latest(results_dir: Path, profile: str | None = None) -> dict[str, tuple[Path, dict]]:
+    """For each paper, the most recent valid ``latest.json`` (of ``profile`` if given)."""
+    found: dict[str, tuple[Path, dict]] = {}
+    for path in sorted(Path(results_dir).glob("*/*/latest.json")):
+        if profile and path.parent.name != profile:
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            validate_result(data)
+        except (OSError, ValueError, SchemaError):
+            continue
+        slug = data["paper"]
+        stamp = data.get("started_at", "")
+        if slug not in found or stamp > found[slug][1].get("started_at", ""):
+            found[slug] = (path, data)
+    return found
+
+
+def write_report(results_dir: str | Path = "results", profile: str | None = None) -> tuple[Path, Path]:
+    """Gather the latest results into ``REPORT.md`` and ``report.html`` in ``results_dir``."""
+    results_dir = Path(results_dir)
+    latest = collect_latest(results_dir, profile)
+    md = ["# icml26 reproduction report", "",
+          "Every number below was measured by `icml26` at laptop scale (2 CPU cores); the "
+          "paper's figure is quoted for reference only. A negative control marked POWERLESS "
+          "passed its own rule, so that claim's check could not fail.", "",
+          "| # | paper | claim | paper's figure | ours | verdict | negative control | scale | profile | runtime |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    sections: list[str] = []
+    rows_html: list[str] = []
+    for info in PAPERS.values():
+        if info.slug not in latest:
+            status = "not implemented" if not info.implemented else "not run"
+            md.append(f"| {info.number} | {info.slug} | — | — | — | {status} | — | — | — | — |")
+            rows_html.append(_html_row([info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—"]))
+            continue
+        path, res = latest[info.slug]
+        rel = path.parent.relative_to(results_dir)
+        runtime = f"{res['runtime_s']:.0f} s"
+        if res["status"] == "error":
+            md.append(f"| {info.number} | {info.slug} | — | — | — | ⚠️ error | — | — | {res['profile']} | {runtime} |")
+            rows_html.append(_html_row([info.number, info.slug, "—", "—", "—", "error", "—", "—", res["profile"], runtime]))
+        for c in res["claims"]:
+            cells = [info.number, info.slug, f"{c['id']}: {c['statement']}", c["paper_value"],
+                     c.get("ours", ""), _BADGE.get(c["verdict"], c["verdict"]),
+                     f"{c['negative_control']['description']}: {_control(c)}", c.get("scale", ""),
+                     res["profile"], runtime]
+            md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+            rows_html.append(_html_row(cells))
+        section = [f"## {info.number}. {info.slug} — {info.title}", "",
+                   f"result: `{rel}/latest.json` · status **{res['status']}** · seeds {res['seeds']}", ""]
+        section += [f"![{p}]({rel}/{p})" for p in res.get("plots", [])]
+        sections.append("\n".join(section))
+    md += ["", *sections]
+    md_path = results_dir / "REPORT.md"
+    atomic_write_text(md_path, "\n".join(md) + "\n")
+    html_path = results_dir / "report.html"
+    atomic_write_text(html_path, _html(rows_html, latest, results_dir))
+    return md_path, html_path
+
+
+def _html_row(cells: list[Any]) -> str:
+    return "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+
+
+def _html(rows: list[str], latest: Mapping[str, tuple[Path, dict]], results_dir: Path) -> str:
+    figures = []
+    for slug, (path, res) in latest.items():
+        rel = path.parent.relative_to(results_dir)
+        imgs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(p)}">'
+                       f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
+        if imgs:
+            figures.append(f"<h2>{html.escape(slug)}</h2><div class='figs'>{imgs}</div>")
+    head = ("<th>#</th><th>paper</th><th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th>"
+            "<th>negative control</th><th>scale</th><th>profile</th><th>runtime</th>")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>icml26 reproduction report</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}
+table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top}}
+th{{background:#f3f3f3}}.figs{{display:flex;flex-wrap:wrap;gap:1em}}img{{max-width:460px}}</style></head>
+<body><h1>icml26 reproduction report</h1>
+<p>Every number was measured by icml26 at laptop scale (2 CPU cores); the paper's figure is quoted
+for reference only. A negative control marked POWERLESS passed its own rule.</p>
+<table><thead><tr>{head}</tr></thead><tbody>
+{chr(10).join(rows)}
+</tbody></table>
+{''.join(figures)}
+</body></html>
+"""
