@@ -1,0 +1,102 @@
+"""Tie-aware DPO for causal language models: ``train_tie_dpo`` (TRL-like, framework-agnostic math).
+
+The data are pairs of token sequences (prompt + response) that share a prompt, a label per pair
+(+1 first preferred, -1 second preferred, 0 tie) and a completion mask marking response tokens.
+The reference model's log-probabilities are computed once (TRL's ``precompute_ref_log_probs``).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icml26.core.lm.logprobs import sequence_logprobs
+from icml26.core.lm.preference import preference_loss
+
+from .tabular import PreferenceConfig, resolve_ties
+
+
+@dataclass(frozen=True)
+class TieDPOConfig(PreferenceConfig):
+    """:class:`PreferenceConfig` plus the optimiser settings of the LM trainer.
+
+    Attributes
+    ----------
+    learning_rate : float
+        Adam learning rate (our choice for 0.1M-parameter models: 1e-3).
+    batch_size : int
+        Pairs per step.
+    steps : int
+        Optimiser steps.
+    """
+
+    learning_rate: float = 1e-3
+    batch_size: int = 64
+    steps: int = 150
+
+
+@dataclass
+class PairData:
+    """Tokenised preference pairs.
+
+    Attributes
+    ----------
+    first, second : LongTensor, shape (B, T)
+        prompt + response token ids of the two responses of each pair.
+    completion_mask : Tensor, shape (B, T)
+        1 on response tokens (identical layout for both members).
+    labels : ndarray, shape (B,)
+        +1, -1 or 0 (tie).
+    """
+
+    first: torch.Tensor
+    second: torch.Tensor
+    completion_mask: torch.Tensor
+    labels: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.first.shape != self.second.shape or self.first.shape != self.completion_mask.shape:
+            raise ValueError("first, second and completion_mask must have the same shape (B, T)")
+        if len(self.labels) != self.first.shape[0]:
+            raise ValueError(f"{len(self.labels)} labels for {self.first.shape[0]} pairs")
+
+
+def train_tie_dpo(policy: torch.nn.Module, ref: torch.nn.Module, data: PairData,
+                  config: TieDPOConfig, *, seed: int = 0) -> torch.nn.Module:
+    """Train a copy of ``policy`` with a (tie-aware) DPO-family loss; return the trained copy.
+
+    ``config.tie_handling``: ``model`` feeds ties to a tie-aware loss (``rao_kupper``,
+    ``davidson``, ``todo``); ``drop`` discards them; ``random_winner`` assigns coin-flip winners.
+    """
+    rng = np.random.default_rng(seed)
+    keep, swap, tie = resolve_ties(data.labels, config.tie_handling, rng)
+    idx = torch.as_tensor(np.flatnonzero(keep))
+    swap_t = torch.as_tensor(swap)[idx].unsqueeze(1)
+    chosen = torch.where(swap_t, data.second[idx], data.first[idx])
+    rejected = torch.where(swap_t, data.first[idx], data.second[idx])
+    mask = data.completion_mask[idx]
+    is_tie = torch.as_tensor(tie)[idx]
+    model = copy.deepcopy(policy).train()
+    if len(idx) == 0:
+        return model.eval()
+    with torch.no_grad():
+        ref.eval()
+        ref_c, _ = sequence_logprobs(ref, chosen, mask)
+        ref_r, _ = sequence_logprobs(ref, rejected, mask)
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    n = len(idx)
+    for _ in range(config.steps):
+        b = torch.randint(n, (min(config.batch_size, n),), generator=gen)
+        pol_c, _ = sequence_logprobs(model, chosen[b], mask[b])
+        pol_r, _ = sequence_logprobs(model, rejected[b], mask[b])
+        loss = preference_loss(pol_c - ref_c[b], pol_r - ref_r[b], is_tie[b], config.loss_type,
+                               config.beta, label_smoothing=config.label_smoothing,
+                               tie_prob_at_zero=config.tie_prob_at_zero).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
