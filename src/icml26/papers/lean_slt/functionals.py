@@ -1,0 +1,156 @@
+"""Exact entropy/variance functionals on finite product spaces (the hypercube ``{±1}^n`` first).
+
+Paper T8 (``efronStein``), T10 (``han_inequality``), T11 (``entropy_duality``), T12
+(``entropy_subadditive``) and T13 (``bernoulli_logSobolev``), arXiv 2602.02285; textbook sources
+Boucheron–Lugosi–Massart (BLM) Thms 3.1, 4.1, 4.13, 4.22, 5.1.
+
+A function of ``n`` independent finite coordinates is a table of shape ``(k_1, …, k_n)``; the
+product measure is given by one probability vector per axis (uniform by default). Everything is
+computed by exact enumeration (no sampling). On the hypercube, axis ``j`` holds coordinate ``ε_j``
+with index 0 ↔ −1 and index 1 ↔ +1, matching :func:`hypercube` in C order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._checks import finite_array, positive_int
+
+__all__ = [
+    "hypercube",
+    "entropy",
+    "variance",
+    "efron_stein_rhs",
+    "conditional_entropy_sum",
+    "han_rhs",
+    "bernoulli_lsi_rhs",
+    "entropy_dual_objective",
+    "optimal_dual_variable",
+]
+
+
+def hypercube(n: int) -> np.ndarray:
+    """All points of ``{−1, +1}^n`` in C order, shape ``(2**n, n)`` (first coordinate slowest)."""
+    n = positive_int("n", n)
+    if n > 24:
+        raise ValueError(f"n = {n} is too large for exact enumeration (2^n points)")
+    bits = (np.arange(2**n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
+    return 2.0 * bits - 1.0
+
+
+def _table(f, probs: Sequence[np.ndarray] | None, name: str = "f"):
+    arr = finite_array(name, f)
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have one axis per coordinate")
+    if probs is None:
+        probs = [np.full(k, 1.0 / k) for k in arr.shape]
+    if len(probs) != arr.ndim:
+        raise ValueError(f"need one probability vector per axis: {arr.ndim} axes, {len(probs)} vectors")
+    out = []
+    for i, p in enumerate(probs):
+        p = finite_array(f"probs[{i}]", p, ndim=1)
+        if p.shape[0] != arr.shape[i] or np.any(p < 0) or abs(p.sum() - 1) > 1e-12:
+            raise ValueError(f"probs[{i}] must be a probability vector of length {arr.shape[i]}")
+        out.append(p)
+    return arr, out
+
+
+def _expect(arr: np.ndarray, probs: Sequence[np.ndarray], axes: Sequence[int]) -> np.ndarray:
+    """Integrate out ``axes`` (kept as size-1 axes)."""
+    for ax in axes:
+        shape = [1] * arr.ndim
+        shape[ax] = -1
+        arr = np.sum(arr * probs[ax].reshape(shape), axis=ax, keepdims=True)
+    return arr
+
+
+def _ent_along(y: np.ndarray, probs, axes) -> np.ndarray:
+    """``E_axes[y log y] − E_axes[y] log E_axes[y]`` with ``0 log 0 = 0``."""
+    ylogy = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
+    m = _expect(y, probs, axes)
+    mlogm = np.where(m > 0, m * np.log(np.where(m > 0, m, 1.0)), 0.0)
+    return _expect(ylogy, probs, axes) - mlogm
+
+
+def entropy(y, probs: Sequence[np.ndarray] | None = None) -> float:
+    """``Ent(Y) = E[Y log Y] − E[Y] log E[Y]`` for a table ``Y >= 0`` (``0 log 0 = 0``)."""
+    arr, p = _table(y, probs, "y")
+    if np.any(arr < 0):
+        raise ValueError("entropy needs a non-negative table")
+    return float(_ent_along(arr, p, range(arr.ndim)).item())
+
+
+def variance(f, probs: Sequence[np.ndarray] | None = None) -> float:
+    """``Var f`` under the product measure."""
+    arr, p = _table(f, probs)
+    mean = _expect(arr, p, range(arr.ndim))
+    return float(_expect((arr - mean) ** 2, p, range(arr.ndim)).item())
+
+
+def efron_stein_rhs(f, probs: Sequence[np.ndarray] | None = None) -> float:
+    """Paper T8's right side ``Σ_i E[(f − E^{(i)} f)²]``, ``E^{(i)}`` integrating out coordinate i."""
+    arr, p = _table(f, probs)
+    total = 0.0
+    for i in range(arr.ndim):
+        total += float(_expect((arr - _expect(arr, p, [i])) ** 2, p, range(arr.ndim)).item())
+    return total
+
+
+def conditional_entropy_sum(y, probs: Sequence[np.ndarray] | None = None) -> float:
+    """Paper T12's right side ``Σ_i E[Ent^{(i)}(Y)]`` for a table ``Y >= 0``."""
+    arr, p = _table(y, probs, "y")
+    if np.any(arr < 0):
+        raise ValueError("entropy needs a non-negative table")
+    return float(sum(_expect(_ent_along(arr, p, [i]), p, range(arr.ndim)).item() for i in range(arr.ndim)))
+
+
+def han_rhs(h) -> float:
+    """Paper T10's right side on the uniform hypercube: ``Σ_j E[Ent^{(j)}(h²)]``.
+
+    ``h`` is a table of shape ``(2,)*n`` (or a vector of length ``2**n`` in :func:`hypercube` order).
+    """
+    arr = _cube_table(h)
+    return conditional_entropy_sum(arr**2)
+
+
+def bernoulli_lsi_rhs(h) -> float:
+    """Paper T13's right side: ``½ E[Σ_j (h(ε) − h(flip_j ε))²]`` on the uniform hypercube."""
+    arr = _cube_table(h)
+    return 0.5 * float(sum(np.mean((arr - np.flip(arr, axis=j)) ** 2) for j in range(arr.ndim)))
+
+
+def entropy_dual_objective(y, u, probs: Sequence[np.ndarray] | None = None, *, tol: float = 1e-9) -> float:
+    """``E[U Y]`` for a dual variable with ``E e^U = 1`` (paper T11: its sup over U is ``Ent(Y)``).
+
+    Raises ``ValueError`` when ``|E e^U − 1| > tol``: the duality only holds on that set.
+    """
+    arr, p = _table(y, probs, "y")
+    u_arr = finite_array("u", u)
+    if u_arr.shape != arr.shape:
+        raise ValueError(f"u has shape {u_arr.shape} but y has {arr.shape}")
+    norm = float(_expect(np.exp(u_arr), p, range(arr.ndim)).item())
+    if abs(norm - 1.0) > tol:
+        raise ValueError(f"E exp(U) = {norm:.12g}, but the dual set needs E exp(U) = 1")
+    return float(_expect(u_arr * arr, p, range(arr.ndim)).item())
+
+
+def optimal_dual_variable(y, probs: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """``U* = log(Y / E Y)`` (needs ``Y > 0``), the maximiser of the entropy dual."""
+    arr, p = _table(y, probs, "y")
+    if np.any(arr <= 0):
+        raise ValueError("the optimal dual variable needs Y > 0 everywhere")
+    return np.log(arr / _expect(arr, p, range(arr.ndim)))
+
+
+def _cube_table(h) -> np.ndarray:
+    arr = finite_array("h", h)
+    if arr.ndim == 1:
+        n = int(round(np.log2(arr.size))) if arr.size > 0 else -1
+        if n < 1 or 2**n != arr.size:
+            raise ValueError(f"a hypercube table needs 2**n entries, got {arr.size}")
+        arr = arr.reshape((2,) * n)
+    if any(k != 2 for k in arr.shape):
+        raise ValueError(f"a hypercube table has shape (2,)*n, got {arr.shape}")
+    return arr

@@ -1,0 +1,247 @@
+"""Least squares: local Gaussian complexity, critical radius, master error bound, ℓ₁-constrained LSE.
+
+Setting of ``SLT/LeastSquares/Defs.lean`` (arXiv 2602.02285 §4; Wainwright 2019, Ch. 13): fixed design
+``x_1..x_n``, ``y_i = f*(x_i) + σ w_i`` with ``w ~ N(0, I_n)``, empirical norm
+``‖g‖_n = √(n⁻¹ Σ g(x_i)²)``, localised ball ``B_H(δ) = {h ∈ H : ‖h‖_n <= δ}``, local Gaussian
+complexity ``G_n(δ; H) = E sup_{h∈B_H(δ)} |n⁻¹ Σ w_i h(x_i)|`` and the critical inequality
+``G_n(δ)/δ <= δ/(2σ)`` (paper T18–T22).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import optimize
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._checks import finite_array, positive, positive_int
+from .chaining import expected_chi
+
+__all__ = [
+    "empirical_norm",
+    "linear_class_complexity",
+    "linear_critical_radius",
+    "formal_linear_critical_radius",
+    "FORMAL_LINEAR_C1",
+    "FORMAL_LINEAR_C2",
+    "local_gaussian_complexity",
+    "star_hull_sup",
+    "critical_radius",
+    "master_error_bound",
+    "project_l1_ball",
+    "L1ConstrainedLeastSquares",
+]
+
+FORMAL_DELTA_CONSTANT = 192.0 * math.sqrt(2.0)
+"""δ* = 192√2 σ √(d/n) in ``linear_minimax_rate_explicit`` (``LinearRegression/MinimaxRate.lean``)."""
+FORMAL_LINEAR_C1 = 16.0 * FORMAL_DELTA_CONSTANT**2  # = 1,179,648
+FORMAL_LINEAR_C2 = FORMAL_DELTA_CONSTANT**2 / 2.0  # = 36,864
+
+
+def empirical_norm(values) -> float:
+    """``‖g‖_n = √(n⁻¹ Σ g(x_i)²)`` of a vector of function values."""
+    v = finite_array("values", values, ndim=1)
+    return float(np.sqrt(np.mean(v**2)))
+
+
+def linear_class_complexity(X, delta: float) -> float:
+    """Exact ``G_n(δ)`` of the linear class ``{x ↦ ⟨θ, x⟩}``: ``δ · E χ_r / √n`` with ``r = rank X``.
+
+    The localised ball is the centred ball of radius ``√n δ`` in the column space of ``X`` and the
+    supremum of ``|⟨w, v⟩|/n`` over it is ``δ ‖P w‖ / √n`` with ``P`` the projector.
+    """
+    X = finite_array("X", X, ndim=2)
+    delta = positive("delta", delta)
+    n = X.shape[0]
+    return delta * expected_chi(int(np.linalg.matrix_rank(X))) / math.sqrt(n)
+
+
+def linear_critical_radius(X, sigma: float) -> float:
+    """The smallest δ solving the critical inequality for the linear class: ``2σ E χ_r / √n``."""
+    X = finite_array("X", X, ndim=2)
+    sigma = positive("sigma", sigma)
+    return 2.0 * sigma * expected_chi(int(np.linalg.matrix_rank(X))) / math.sqrt(X.shape[0])
+
+
+def formal_linear_critical_radius(sigma: float, d: int, n: int) -> float:
+    """The formal δ* of ``linear_minimax_rate_explicit``: ``192√2 σ √(d/n)`` (Dudley route, T18/T22)."""
+    sigma, d, n = positive("sigma", sigma), positive_int("d", d), positive_int("n", n)
+    return FORMAL_DELTA_CONSTANT * sigma * math.sqrt(d / n)
+
+
+def star_hull_sup(H) -> Callable[[np.ndarray, float], np.ndarray]:
+    """The localised supremum for the star hull ``{α h_k : α ∈ [0,1]}`` of a finite class.
+
+    Parameters
+    ----------
+    H : array, shape (K, n)
+        Values ``h_k(x_i)``.
+
+    Returns
+    -------
+    sup_fn : callable
+        ``sup_fn(W, δ)`` for noise draws ``W`` of shape (m, n) returns, per draw,
+        ``max_k min(1, δ/‖h_k‖_n) |⟨w, h_k⟩| / n``, shape (m,).
+    """
+    H = finite_array("H", H, ndim=2)
+    norms = np.sqrt(np.mean(H**2, axis=1))
+    n = H.shape[1]
+
+    def sup_fn(W: np.ndarray, delta: float) -> np.ndarray:
+        scale = np.where(norms > 0, np.minimum(1.0, delta / np.where(norms > 0, norms, 1.0)), 0.0)
+        return np.max(np.abs(W @ H.T) * scale[None, :], axis=1) / n
+
+    return sup_fn
+
+
+def local_gaussian_complexity(sup_fn: Callable[[np.ndarray, float], np.ndarray], delta: float, n: int,
+                              n_mc: int = 2000, rng: np.random.Generator | None = None,
+                              W: np.ndarray | None = None) -> tuple[float, float]:
+    """Monte Carlo ``G_n(δ)`` with its standard error.
+
+    Parameters
+    ----------
+    sup_fn : callable
+        ``sup_fn(W, δ) -> (m,)``: the supremum over ``B_H(δ)`` per noise draw (e.g. :func:`star_hull_sup`).
+    delta : float > 0
+    n : int
+        Sample size.
+    n_mc : int
+        Number of noise draws (ignored when ``W`` is given).
+    rng : numpy Generator, optional
+    W : array (m, n), optional
+        Fixed noise draws (common random numbers across δ).
+
+    Returns
+    -------
+    (mean, se) : tuple of float
+    """
+    delta, n = positive("delta", delta), positive_int("n", n)
+    if W is None:
+        rng = np.random.default_rng(0) if rng is None else rng
+        W = rng.standard_normal((positive_int("n_mc", n_mc, minimum=2), n))
+    W = finite_array("W", W, ndim=2)
+    if W.shape[1] != n:
+        raise ValueError(f"W has {W.shape[1]} columns, expected n = {n}")
+    vals = np.asarray(sup_fn(W, delta), dtype=float)
+    return float(vals.mean()), float(vals.std(ddof=1) / math.sqrt(vals.size))
+
+
+def critical_radius(complexity_fn: Callable[[float], float], sigma: float,
+                    bracket: tuple[float, float] = (1e-8, 1e4)) -> float:
+    """Smallest δ in ``bracket`` with ``G(δ)/δ <= δ/(2σ)`` (root of the critical inequality).
+
+    For star-shaped classes ``G(δ)/δ`` is non-increasing (paper T19), so the solution set is an
+    interval ``[δ*, ∞)`` and δ* is found by Brent's method on ``G(δ)/δ − δ/(2σ)``.
+    """
+    sigma = positive("sigma", sigma)
+    lo, hi = (positive("bracket[0]", bracket[0]), positive("bracket[1]", bracket[1]))
+    if lo >= hi:
+        raise ValueError("bracket must be increasing")
+
+    def gap(delta: float) -> float:
+        return complexity_fn(delta) / delta - delta / (2.0 * sigma)
+
+    if gap(lo) <= 0:
+        return lo
+    if gap(hi) > 0:
+        raise ValueError(f"the critical inequality has no solution below {hi}; widen the bracket")
+    return float(optimize.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-12))
+
+
+def master_error_bound(t: float, delta_star: float, n: int, sigma: float) -> tuple[float, float]:
+    """Paper T21 (``master_error_bound``): ``P(‖f̂ − f*‖_n² <= 16 t δ*) >= 1 − exp(−n t δ*/(2σ²))``.
+
+    Returns
+    -------
+    (radius_sq, probability) : ``(16 t δ*, 1 − exp(−n t δ*/(2σ²)))``; needs ``t >= δ* > 0``.
+    """
+    t, delta_star = positive("t", t), positive("delta_star", delta_star)
+    n, sigma = positive_int("n", n), positive("sigma", sigma)
+    if t < delta_star:
+        raise ValueError(f"the master error bound needs t >= delta_star ({t} < {delta_star})")
+    return 16.0 * t * delta_star, -math.expm1(-n * t * delta_star / (2.0 * sigma**2))
+
+
+def project_l1_ball(v, radius: float) -> np.ndarray:
+    """Euclidean projection onto ``{θ : ‖θ‖₁ <= R}`` (sort-based, Duchi et al. 2008)."""
+    v = finite_array("v", v, ndim=1)
+    radius = positive("radius", radius, allow_inf=True)
+    if math.isinf(radius) or np.abs(v).sum() <= radius:
+        return v.copy()
+    u = np.sort(np.abs(v))[::-1]
+    css = np.cumsum(u)
+    k = np.arange(1, u.size + 1)
+    rho = int(np.nonzero(u * k > css - radius)[0][-1])
+    tau = (css[rho] - radius) / (rho + 1.0)
+    return np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
+
+
+class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
+    """Least squares over the ℓ₁ ball: ``argmin_{‖θ‖₁ <= R} ‖y − Xθ‖²`` (the paper's sparse-regression LSE).
+
+    Solved by accelerated projected gradient (FISTA) with exact ℓ₁-ball projection and step
+    ``n / ‖X‖₂²``. The paper's least-squares theory assumes an *exact* minimiser; ``tol`` controls
+    how close we get (relative change of θ).
+
+    Parameters
+    ----------
+    radius : float > 0, default 1.0
+        ℓ₁ radius R (the paper's ``l1Ball``; no default in the paper, 1.0 is ours).
+    fit_intercept : bool, default False
+        Centre X and y first (the paper's class has no intercept).
+    max_iter : int, default 5000
+    tol : float, default 1e-8
+
+    Attributes
+    ----------
+    coef_ : array, shape (d,)
+    intercept_ : float
+    n_iter_ : int
+    """
+
+    def __init__(self, radius: float = 1.0, fit_intercept: bool = False, max_iter: int = 5000,
+                 tol: float = 1e-8):
+        self.radius = radius
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def fit(self, X, y):
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        radius = positive("radius", self.radius)
+        max_iter = positive_int("max_iter", self.max_iter)
+        tol = positive("tol", self.tol)
+        x_mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+        y_mean = float(y.mean()) if self.fit_intercept else 0.0
+        Xc, yc = X - x_mean, y - y_mean
+        n = X.shape[0]
+        lip = float(np.linalg.norm(Xc, 2) ** 2) / n
+        theta = np.zeros(X.shape[1])
+        if lip == 0.0:
+            self.coef_, self.n_iter_ = theta, 0
+        else:
+            step = 1.0 / lip
+            z, t_k = theta.copy(), 1.0
+            it = 0
+            while it < max_iter:
+                it += 1
+                grad = Xc.T @ (Xc @ z - yc) / n
+                new = project_l1_ball(z - step * grad, radius)
+                t_next = 0.5 * (1 + math.sqrt(1 + 4 * t_k * t_k))
+                z = new + ((t_k - 1) / t_next) * (new - theta)
+                change = np.linalg.norm(new - theta)
+                theta, t_k = new, t_next
+                if change <= tol * max(1.0, np.linalg.norm(theta)):
+                    break
+            self.coef_, self.n_iter_ = theta, it
+        self.intercept_ = y_mean - float(x_mean @ self.coef_)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_ + self.intercept_
