@@ -1,0 +1,47 @@
+"""NAMMD: norm-adaptive MMD for distribution closeness testing (arXiv 2507.12843).
+
+Zhou, Peng, Tian, (Gong,) Liu. "A Kernel Distribution Closeness Testing" (v1) / "Are Two Datasets
+Close Enough With Statistical Significance? A Kernel Distributional Closeness Testing Approach" (v3).
+Code: https://github.com/zhijianzhouml/NAMMD (not used here).
+"""
+
+from icml26.core.stats import GaussianKernel, mmd2_u
+
+from .bandwidth import learn_bandwidth, select_bandwidth
+from .closeness import (
+    DEFAULT_VARIANCE,
+    ClosenessTestResult,
+    mmd_closeness_test,
+    nammd_closeness_test,
+    reference_epsilon,
+)
+from .drift import NAMMDDrift
+from .statistic import NAMMDStats, nammd, nammd_from_gram, nammd_population_gaussian
+from .two_sample import TwoSampleTestResult, mmd_two_sample_test, nammd_two_sample_test
+
+PAPER = {
+    "title": "A Kernel Distribution Closeness Testing",
+    "arxiv": "2507.12843",
+    "code": "https://github.com/zhijianzhouml/NAMMD",
+}
+
+__all__ = [
+    "DEFAULT_VARIANCE",
+    "PAPER",
+    "ClosenessTestResult",
+    "GaussianKernel",
+    "NAMMDDrift",
+    "NAMMDStats",
+    "TwoSampleTestResult",
+    "mmd2_u",
+    "mmd_closeness_test",
+    "mmd_two_sample_test",
+    "nammd",
+    "nammd_closeness_test",
+    "nammd_from_gram",
+    "nammd_population_gaussian",
+    "nammd_two_sample_test",
+    "reference_epsilon",
+    "learn_bandwidth",
+    "select_bandwidth",
+]

@@ -1,0 +1,151 @@
+"""Bandwidth selection on a training split by maximizing a test-power proxy (DK-for-TST style).
+
+Liu et al. 2020 (arXiv 2002.09116) learn a kernel on a training half by maximizing
+``J = statistic / sigma_hat``; the NAMMD paper reuses that protocol (DCT: ``(NAMMD_hat - epsilon) /
+sigma_hat``). Here the kernel family is the Gaussian bandwidth only, searched on a grid of multiples of
+the median heuristic (our choice: no gradient training needed at laptop scale, deterministic).
+The selected kernel must be used on *held-out* data, otherwise the test loses its level.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icml26.core.stats import (
+    GaussianKernel,
+    as_sample_pair,
+    gram_blocks,
+    median_bandwidth,
+    pairwise_sq_dists,
+)
+
+from .closeness import equalize_sizes
+from .statistic import nammd_from_gram
+
+__all__ = ["DEFAULT_MULTIPLIERS", "learn_bandwidth", "select_bandwidth"]
+
+DEFAULT_MULTIPLIERS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0)
+"""Grid of bandwidth multiples of the median heuristic (our choice: spans 40x around the median)."""
+
+
+def select_bandwidth(X_train, Y_train, statistic: str = "nammd", epsilon: float = 0.0,
+                     multipliers=DEFAULT_MULTIPLIERS, variance: str = "delta") -> GaussianKernel:
+    """Gaussian kernel whose bandwidth maximizes ``(D_hat - epsilon) / sigma_hat`` on training data.
+
+    Parameters
+    ----------
+    X_train, Y_train : arrays, shape (m, d)
+        Training split (never the data you test on).
+    statistic : {"nammd", "mmd"}
+        ``"nammd"``: ``D = NAMMD_hat``, ``sigma`` from ``variance``; ``"mmd"``: ``D = MMD^2_u``,
+        ``sigma = sigma_M``.
+    epsilon : float
+        Tolerance of the closeness test the kernel is for (0 for two-sample testing).
+    multipliers : sequence of float
+        Candidate bandwidths ``c * h_median``.
+    variance : {"delta", "paper"}
+
+    Returns
+    -------
+    GaussianKernel with the selected fixed bandwidth.
+    """
+    if statistic not in ("nammd", "mmd"):
+        raise ValueError(f"statistic must be 'nammd' or 'mmd', got {statistic!r}")
+    if variance not in ("delta", "paper"):
+        raise ValueError(f"variance must be 'delta' or 'paper', got {variance!r}")
+    mults = np.asarray(multipliers, dtype=float)
+    if mults.ndim != 1 or mults.size == 0 or not np.all(mults > 0):
+        raise ValueError("multipliers must be a non-empty sequence of positive floats")
+    X, Y = equalize_sizes(*as_sample_pair(X_train, Y_train))
+    m = X.shape[0]
+    Z = np.vstack([X, Y])
+    D = pairwise_sq_dists(Z)
+    h0 = median_bandwidth(Z)
+    best_j, best_h = -np.inf, h0
+    for c in mults:
+        h = float(c * h0)
+        st = nammd_from_gram(*gram_blocks(np.exp(-D / (2 * h * h)), m), K=1.0)
+        if statistic == "mmd":
+            value, var = st.mmd2, st.var_mmd
+        else:
+            value, var = st.nammd, (st.var_delta if variance == "delta" else st.var_paper)
+        j = (value - epsilon) / np.sqrt(max(var, 1e-12))
+        if j > best_j:
+            best_j, best_h = j, h
+    return GaussianKernel(bandwidth=best_h)
+
+
+def _torch_objective(D, m: int, log_h, statistic: str, epsilon: float, variance: str):
+    """Power proxy ``(D_hat - epsilon) / sigma_hat`` as a differentiable torch scalar."""
+    import torch
+
+    h2 = torch.exp(2 * log_h)
+    Kzz = torch.exp(-D / (2 * h2))
+    Kxx, Kyy, Kxy = Kzz[:m, :m], Kzz[m:, m:], Kzz[:m, m:]
+    H = Kxx + Kyy - Kxy - Kxy.T
+    G = 4.0 - Kxx - Kyy
+    off = 1.0 - torch.eye(m, dtype=D.dtype)
+    sum_h, sum_g = (H * off).sum(), (G * off).sum()
+    mmd2, v, r = sum_h / (m * (m - 1)), sum_g / (m * (m - 1)), sum_h / sum_g
+
+    def h1(A):
+        row = A.sum(1)
+        return 4.0 * ((row @ row) / m**3 - (row.sum() / m**2) ** 2)
+
+    if statistic == "mmd":
+        value, var = mmd2, h1(H)
+    elif variance == "paper":
+        value, var = r, h1(H) / v**2
+    else:
+        value, var = r, h1((H - r * G) * off) / v**2
+    return (value - epsilon) / torch.sqrt(torch.clamp(var, min=1e-12))
+
+
+def learn_bandwidth(X_train, Y_train, epsilon: float = 0.0, statistic: str = "nammd", steps: int = 300,
+                    lr: float = 0.05, variance: str = "delta", seed: int = 0) -> GaussianKernel:
+    """Gradient-learned Gaussian bandwidth maximizing ``(D_hat - epsilon) / sigma_hat`` (torch, Adam).
+
+    The DK-for-TST recipe (Liu et al. 2020) restricted to the bandwidth: ``log h`` starts at the
+    median heuristic and is trained full-batch with Adam on the *training* split. ``lr = 0.05`` and
+    ``steps = 300`` are our choices for a single scalar parameter (DK-for-TST uses lr 5e-4 and ~1000
+    epochs for deep kernels). The best bandwidth seen (by the objective) is returned.
+
+    Parameters
+    ----------
+    X_train, Y_train : arrays, shape (m, d)
+    epsilon : float
+        Tolerance of the closeness test (0: two-sample testing).
+    statistic : {"nammd", "mmd"}
+    steps : int
+    lr : float
+    variance : {"delta", "paper"}
+    seed : int
+        Seed of the subsampling when sizes differ.
+
+    Returns
+    -------
+    GaussianKernel
+    """
+    import torch
+
+    if statistic not in ("nammd", "mmd"):
+        raise ValueError(f"statistic must be 'nammd' or 'mmd', got {statistic!r}")
+    if variance not in ("delta", "paper"):
+        raise ValueError(f"variance must be 'delta' or 'paper', got {variance!r}")
+    if not (isinstance(steps, int) and steps >= 1) or not (lr > 0):
+        raise ValueError("steps must be a positive integer and lr > 0")
+    X, Y = equalize_sizes(*as_sample_pair(X_train, Y_train), random_state=seed)
+    m = X.shape[0]
+    Z = np.vstack([X, Y])
+    D = torch.as_tensor(pairwise_sq_dists(Z), dtype=torch.float64)
+    log_h = torch.tensor(np.log(median_bandwidth(Z)), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([log_h], lr=lr)
+    best_j, best_h = -np.inf, float(torch.exp(log_h.detach()))
+    for _ in range(steps):
+        opt.zero_grad()
+        j = _torch_objective(D, m, log_h, statistic, epsilon, variance)
+        if float(j.detach()) > best_j:
+            best_j, best_h = float(j.detach()), float(torch.exp(log_h.detach()))
+        (-j).backward()
+        opt.step()
+    return GaussianKernel(bandwidth=best_h)
