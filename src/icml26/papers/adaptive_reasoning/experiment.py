@@ -1,0 +1,274 @@
+"""Reproduction: naive adaptive reasoner vs verbosity-augmented SFT + GRPO on costume arithmetic.
+
+All arms start from the same seed, data and tiny model initialisation:
+
+- ``b0_sft``: naive SFT (simple problems concise only; complex problems concise or verbose);
+- ``b0``: naive SFT + the same GRPO as the method (R_adapt) -- the baseline B0;
+- ``always_think`` / ``never_think``: B0 with the mode token forced (B1 / B2);
+- ``m1``: augmented SFT only (stage 1); ``m2``: augmented SFT + GRPO with R_adapt (the method);
+- ``a1_thinkless`` / ``a2_oracle``: M2 with the Thinkless / oracle-label reward (ablations);
+- ``ctrl_naive_acc`` / ``ctrl_aug_acc``: GRPO with a correctness-only reward (ignores mode and
+  length) from the naive / augmented SFT model (negative controls).
+
+Stage-2 prompts follow the natural mix (simple-concise, complex-concise, complex-verbose; no
+verbose-simple prompts) for every arm, so robustness can only come from stage 1 or from the reward
+generalising. Evaluation is greedy on held-out test problems, ``n_eval`` per cell.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from icml26.core.lm.model import LMConfig, TinyCausalLM
+from icml26.harness import (
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Decision,
+    ExperimentConfig,
+    SeedOutput,
+)
+
+from .rewards import accuracy_reward, adaptthink_reward, oracle_mode_reward, thinkless_reward
+from .task import CELLS, CostumeArithmetic, make_tokenizer
+from .trainer import AdaptiveReasonerConfig, evaluate_modes, train_adaptive_reasoner
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    n_embd: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    sft_examples: int = 20000
+    sft_steps: int = 600
+    sft_batch_size: int = 64
+    grpo_steps: int = 40
+    grpo_batch_size: int = 8
+    num_generations: int = 8
+    grpo_learning_rate: float = 1e-4
+    delta: float = 0.05
+    n_eval: int = 300
+    ablations: bool = True
+    threads: int = 1
+
+    @classmethod
+    def smoke(cls):
+        return cls(seeds=(0,), n_embd=32, n_layer=1, sft_examples=2000, sft_steps=150, sft_batch_size=32,
+                   grpo_steps=2, grpo_batch_size=4, num_generations=4, n_eval=10)
+
+    @classmethod
+    def quick(cls):
+        return cls(seeds=(0,))
+
+    @classmethod
+    def full(cls):
+        return cls(seeds=(0, 1, 2), sft_examples=40000, sft_steps=1500, grpo_steps=100,
+                   grpo_batch_size=16, n_eval=1000)
+
+
+def _flatten(report: dict) -> dict[str, float]:
+    out = {}
+    for cell in (*CELLS, "overall"):
+        for m in ("accuracy", "think_rate", "tokens", "mode_accuracy", "think_prob"):
+            out[f"{cell}/{m}"] = report[cell][m]
+    out["robustness_gap"] = report["summary"]["robustness_gap"]
+    out["complex_accuracy"] = report["summary"]["complex_accuracy"]
+    return out
+
+
+def run(config: Config, seed: int) -> SeedOutput:
+    torch.set_num_threads(config.threads)
+    task = CostumeArithmetic(seed=seed)
+    tok = make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    torch.manual_seed(seed)
+    init = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=config.n_layer,
+                                 n_head=config.n_head, n_embd=config.n_embd))
+    cfg = AdaptiveReasonerConfig(sft_steps=config.sft_steps, sft_batch_size=config.sft_batch_size,
+                                 grpo_steps=config.grpo_steps, grpo_batch_size=config.grpo_batch_size,
+                                 num_generations=config.num_generations,
+                                 grpo_learning_rate=config.grpo_learning_rate, prompt_length=P,
+                                 max_completion_length=C, seed=seed)
+    test = task.test_grid(config.n_eval, seed=seed + 1000)
+    rl = task.rl_prompts(max(config.grpo_steps * config.grpo_batch_size, 64), seed=seed)
+
+    def evaluate(model, force=None):
+        return _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+
+    sft_models, hist = {}, {}
+    for name, augment in (("naive", False), ("aug", True)):
+        ds = task.sft_dataset(config.sft_examples, augment_verbose=augment, seed=seed)
+        model = copy.deepcopy(init)
+        h: dict = {}
+        train_adaptive_reasoner(model, tok, ds, None, None, cfg, history=h)
+        sft_models[name] = model
+        hist[f"sft_{name}"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
+
+    rewards = {"adapt": adaptthink_reward(delta=config.delta), "acc": accuracy_reward(),
+               "thinkless": thinkless_reward(), "oracle": oracle_mode_reward()}
+    plan = {"b0": ("naive", "adapt"), "m2": ("aug", "adapt"), "a1_thinkless": ("aug", "thinkless"),
+            "a2_oracle": ("aug", "oracle"), "ctrl_naive_acc": ("naive", "acc"),
+            "ctrl_aug_acc": ("aug", "acc")}
+    if not config.ablations:
+        plan = {k: v for k, v in plan.items() if k in ("b0", "m2", "ctrl_naive_acc", "ctrl_aug_acc")}
+    metrics: dict[str, dict[str, float]] = {
+        "b0_sft": evaluate(sft_models["naive"]),
+        "m1": evaluate(sft_models["aug"]),
+    }
+    for arm, (start, reward) in plan.items():
+        model = copy.deepcopy(sft_models[start])
+        h = {}
+        train_adaptive_reasoner(model, tok, None, rl, rewards[reward], cfg, history=h)
+        metrics[arm] = evaluate(model)
+        hist[f"grpo_{arm}"] = [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]]
+        if arm == "b0":
+            metrics["always_think"] = evaluate(model, force="think")
+            metrics["never_think"] = evaluate(model, force="no_think")
+    params = init.num_parameters()
+    for m in metrics.values():
+        m["params"] = float(params)
+    return SeedOutput(metrics=metrics, extras={"history": hist})
+
+
+# ----------------------------------------------------------------------------------------------
+# Claims (rules fixed before the run)
+# ----------------------------------------------------------------------------------------------
+
+
+def _mean(m, arm: str, key: str) -> float:
+    return float(np.mean(m[arm][key]))
+
+
+def _misled(m, arm: str) -> Decision:
+    sv, sc = _mean(m, arm, "simple-verbose/think_rate"), _mean(m, arm, "simple-concise/think_rate")
+    ok = sv >= 0.5 and sc <= 0.2
+    note = "" if ok else " (no verbosity failure: task too easy or model robust)"
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
+                    f"{arm}: think rate simple-verbose {sv:.2f} vs simple-concise {sc:.2f}{note}",
+                    {"arm": arm, "think_simple_verbose": sv, "think_simple_concise": sc})
+
+
+def _closes_gap(m, arm: str) -> Decision:
+    gm, gb = np.asarray(m[arm]["robustness_gap"]), np.asarray(m["b0"]["robustness_gap"])
+    ok = bool(np.all(gm <= gb - 0.30))
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
+                    f"gap {arm} {gm.mean():.2f} vs b0 {gb.mean():.2f}",
+                    {"arm": arm, "gap": gm.tolist(), "gap_b0": gb.tolist()})
+
+
+def _efficient(m, arm: str) -> Decision:
+    tok_sv, tok_sv_b0 = _mean(m, arm, "simple-verbose/tokens"), _mean(m, "b0", "simple-verbose/tokens")
+    tok, tok_b1 = _mean(m, arm, "overall/tokens"), _mean(m, "always_think", "overall/tokens")
+    cx, cx_b1 = _mean(m, arm, "complex_accuracy"), _mean(m, "always_think", "complex_accuracy")
+    acc, acc_b0 = _mean(m, arm, "overall/accuracy"), _mean(m, "b0", "overall/accuracy")
+    parts = {"sv_tokens_40pct_below_b0": tok_sv <= 0.6 * tok_sv_b0,
+             "tokens_25pct_below_always_think": tok <= 0.75 * tok_b1,
+             "complex_acc_within_3pts_of_always_think": cx >= cx_b1 - 0.03,
+             "overall_acc_at_least_b0_minus_2pts": acc >= acc_b0 - 0.02}
+    ok = all(parts.values())
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
+                    f"{arm}: sv tokens {tok_sv:.1f} vs b0 {tok_sv_b0:.1f}; tokens {tok:.1f} vs always-think "
+                    f"{tok_b1:.1f}; complex acc {cx:.2f} vs {cx_b1:.2f}; acc {acc:.2f} vs b0 {acc_b0:.2f}",
+                    {"arm": arm, **parts, "tok_sv": tok_sv, "tok_sv_b0": tok_sv_b0, "tokens": tok,
+                     "tokens_always_think": tok_b1, "complex_acc": cx, "complex_acc_always_think": cx_b1,
+                     "acc": acc, "acc_b0": acc_b0})
+
+
+def _grpo_value(m, arm: str) -> Decision:
+    d_mode = float(np.mean(np.asarray(m[arm]["overall/mode_accuracy"]) - np.asarray(m["m1"]["overall/mode_accuracy"])))
+    acc, acc_m1 = _mean(m, arm, "overall/accuracy"), _mean(m, "m1", "overall/accuracy")
+    tok, tok_m1 = _mean(m, arm, "overall/tokens"), _mean(m, "m1", "overall/tokens")
+    better_mode = d_mode >= 0.02 and acc >= acc_m1 - 0.02
+    fewer_tokens = d_mode >= -0.01 and tok <= 0.9 * tok_m1 and acc >= acc_m1 - 0.02
+    ok = better_mode or fewer_tokens
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
+                    f"{arm} - m1: mode acc {d_mode:+.3f}, acc {acc:.2f} vs {acc_m1:.2f}, tokens {tok:.1f} vs {tok_m1:.1f}",
+                    {"arm": arm, "mode_acc_gain": d_mode, "acc": acc, "acc_m1": acc_m1, "tokens": tok,
+                     "tokens_m1": tok_m1, "better_mode": better_mode, "equal_mode_fewer_tokens": fewer_tokens})
+
+
+SCALE = ("laptop-scale: ~0.1M-param char transformer trained from scratch on mod-10 costume "
+         "arithmetic (3-4-op chains as complex problems), greedy eval on held-out problems")
+
+CLAIMS = (
+    Claim(
+        id="naive_misled",
+        statement="A naive adaptive reasoner picks the mode from verbosity: it thinks on verbose "
+                  "simple problems while answering concise simple problems directly.",
+        paper_value="qualitative (abstract)",
+        metric="think rate on simple-verbose vs simple-concise for B0 (naive SFT + GRPO)",
+        scale=SCALE,
+        rule="mean over seeds: B0 think rate on simple-verbose >= 0.5 and on simple-concise <= 0.2",
+        decide=lambda m, c: _misled(m, "b0"),
+        control_description="the same rule applied to the method M2 (augmented SFT + GRPO)",
+        control=lambda m, c: _misled(m, "m2"),
+    ),
+    Claim(
+        id="closes_gap",
+        statement="Verbosity-augmented SFT + GRPO closes the robustness gap.",
+        paper_value="qualitative (abstract: more robust to misleading cues)",
+        metric="robustness gap = think rate(simple-verbose) - think rate(simple-concise), lower is better",
+        scale=SCALE,
+        rule="in every seed: gap(M2) <= gap(B0) - 0.30",
+        decide=lambda m, c: _closes_gap(m, "m2"),
+        control_description="naive SFT + GRPO with a correctness-only reward (ignores mode and length)",
+        control=lambda m, c: _closes_gap(m, "ctrl_naive_acc"),
+    ),
+    Claim(
+        id="efficiency",
+        statement="The method generates fewer tokens without losing accuracy on complex problems.",
+        paper_value="qualitative (abstract: lower computational overhead, no accuracy loss)",
+        metric="generated tokens (lower is better) and exact-match accuracy",
+        scale=SCALE,
+        rule="seed means: M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
+             "always-think's; M2 complex accuracy >= always-think's - 0.03; M2 overall accuracy >= B0's - 0.02",
+        decide=lambda m, c: _efficient(m, "m2"),
+        control_description="naive SFT + GRPO with a correctness-only reward in place of M2",
+        control=lambda m, c: _efficient(m, "ctrl_naive_acc"),
+    ),
+    Claim(
+        id="grpo_adds_value",
+        statement="Stage 2 (GRPO with the adaptive reward) improves on stage-1 SFT alone.",
+        paper_value="qualitative (two-stage method)",
+        metric="overall mode accuracy vs the oracle complexity label (higher is better), tokens",
+        scale=SCALE,
+        rule="seed means: mode acc(M2) - mode acc(M1) >= 0.02 with accuracy >= M1's - 0.02, or "
+             "mode acc gain >= -0.01 with tokens <= 0.9 x M1's and accuracy >= M1's - 0.02",
+        decide=lambda m, c: _grpo_value(m, "m2"),
+        control_description="augmented SFT + GRPO with a correctness-only reward in place of M2",
+        control=lambda m, c: _grpo_value(m, "ctrl_aug_acc"),
+    ),
+)
+
+
+def plot(config: Config, outputs, outdir) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    arms = list(outputs[0].metrics)
+    paths = []
+    for metric, label in (("think_rate", "think rate"), ("tokens", "generated tokens")):
+        fig, ax = plt.subplots(figsize=(10, 3.5))
+        width = 0.8 / len(CELLS)
+        for j, cell in enumerate(CELLS):
+            vals = [np.mean([o.metrics[a][f"{cell}/{metric}"] for o in outputs]) for a in arms]
+            ax.bar(np.arange(len(arms)) + j * width, vals, width, label=cell)
+        ax.set_xticks(np.arange(len(arms)) + 0.4 - width / 2)
+        ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(label)
+        ax.legend(fontsize=7, ncol=4)
+        fig.tight_layout()
+        path = outdir / f"{metric}_per_cell.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    return paths

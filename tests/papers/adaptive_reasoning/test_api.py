@@ -1,0 +1,172 @@
+"""Correctness tests of the adaptive_reasoning API: task generator, mode format, rewards, trainer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml26.core.lm.grpo import compute_advantages
+from icml26.core.lm.model import LMConfig, TinyCausalLM
+from icml26.papers.adaptive_reasoning import (
+    CELLS,
+    AdaptiveReasonerConfig,
+    CostumeArithmetic,
+    ModeFormat,
+    accuracy_reward,
+    adaptthink_reward,
+    evaluate_chain,
+    evaluate_modes,
+    make_tokenizer,
+    oracle_mode_reward,
+    render,
+    thinkless_reward,
+    train_adaptive_reasoner,
+)
+
+FMT = ModeFormat()
+
+
+@given(st.lists(st.integers(0, 9), min_size=2, max_size=6), st.data())
+@settings(max_examples=50, deadline=None)
+def test_chain_matches_python(operands, data):
+    ops = tuple(data.draw(st.sampled_from("+-*")) for _ in operands[1:])
+    answer, steps = evaluate_chain(tuple(operands), ops)
+    acc = operands[0]
+    for o, b in zip(ops, operands[1:], strict=True):
+        acc = eval(f"({acc}){o}({b})") % 10  # noqa: S307 - digits and +-* only
+    assert answer == acc
+    assert len(steps) == len(ops) and steps[-1].endswith(f"={answer}")
+
+
+def test_format_parsing():
+    assert FMT.mode("<think>3+5=8</think>8") == "think"
+    assert FMT.answer("<think>3+5=8</think>8") == "8"
+    assert FMT.answer("<nothink>8") == "8"
+    assert FMT.mode("8") == "invalid" and FMT.answer("8") is None
+    assert FMT.answer("<think>3+5=8") is None  # no end of thinking
+    assert FMT.answer("<nothink><think>8") is None
+    assert FMT.is_correct("<nothink>8", 8) and not FMT.is_correct("<nothink>7", "8")
+
+
+def test_dataset_rows_are_consistent():
+    task = CostumeArithmetic(seed=0)
+    tok = make_tokenizer()
+    rows = task.sft_dataset(400, augment_verbose=True, seed=0)
+    for r in rows:
+        ans = FMT.answer(r["completion"])
+        assert ans == r["answer"]
+        expr = r["prompt"].rstrip("?").lstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN")
+        value, _ = evaluate_chain(tuple(int(c) for c in expr[::2]), tuple(expr[1::2]))
+        assert str(value) == r["answer"]
+        n_ops = len(expr) // 2
+        assert (n_ops == 1) == (r["complexity"] == "simple")
+        tok.encode(r["prompt"] + r["completion"])  # every character is in the vocabulary
+    assert "please" in render("ab3+4?") or render("ab3+4?").endswith("3+4?")
+
+
+def test_verbose_lengths_are_matched():
+    task = CostumeArithmetic(seed=0)
+    grid = task.test_grid(400, seed=0)
+    lens = {c: [len(r["prompt"]) for r in grid if f"{r['complexity']}-{r['phrasing']}" == c] for c in CELLS}
+    sv, cv = lens["simple-verbose"], lens["complex-verbose"]
+    assert min(sv) >= task.verbose_length[0] and max(sv) <= task.verbose_length[1]
+    assert abs(sum(sv) / len(sv) - sum(cv) / len(cv)) < 1.0  # same length distribution
+    assert max(lens["simple-concise"]) < min(lens["complex-concise"])
+
+
+def test_augmentation_pairs_and_baseline_mix():
+    task = CostumeArithmetic(seed=0)
+    aug = task.sft_dataset(2000, augment_verbose=True, seed=0)
+    naive = task.sft_dataset(2000, augment_verbose=False, seed=0)
+    simple_aug = [r for r in aug if r["complexity"] == "simple"]
+    sv = [r for r in simple_aug if r["phrasing"] == "verbose"]
+    assert abs(len(sv) - len(simple_aug) / 2) <= 1
+    # each verbose simple problem shares its target with a concise twin
+    concise_targets = {r["completion"] for r in simple_aug if r["phrasing"] == "concise"}
+    assert all(r["completion"] in concise_targets for r in sv)
+    assert not [r for r in naive if r["complexity"] == "simple" and r["phrasing"] == "verbose"]
+    assert all(r["completion"].startswith("<think>") for r in aug if r["complexity"] == "complex")
+
+
+def test_split_is_disjoint_and_deterministic():
+    task = CostumeArithmetic(seed=3)
+    train = {tuple(k) for k in task._complex_pool["train"]}
+    test = {tuple(k) for k in task._complex_pool["test"]}
+    assert train and test and not train & test
+    train_prompts = {r["prompt"] for r in task.sft_dataset(3000, seed=0) if r["complexity"] == "complex"}
+    test_prompts = [r["prompt"] for r in task.test_grid(200, seed=0) if r["complexity"] == "complex"]
+    assert not train_prompts & set(test_prompts)
+    assert task.test_grid(20, seed=1) == CostumeArithmetic(seed=3).test_grid(20, seed=1)
+    assert task.sft_dataset(50, seed=2) == CostumeArithmetic(seed=3).sft_dataset(50, seed=2)
+
+
+def test_rewards_by_hand():
+    prompts = ["1+2?"] * 4
+    comps = ["<nothink>3", "<think>1+2=3</think>3", "<nothink>4", "oops"]
+    ans = ["3"] * 4
+    assert accuracy_reward()(prompts, comps, answer=ans) == [1, 1, 0, 0]
+    assert adaptthink_reward(0.05)(prompts, comps, answer=ans) == pytest.approx([1.05, 1.0, 0.05, 0.0])
+    ref = adaptthink_reward(0.05, ref_accuracy={"1+2?": 0.75})(prompts, comps, answer=ans)
+    assert ref == pytest.approx([0.30, 0.25, -0.70, -0.75])
+    assert thinkless_reward()(prompts, comps, answer=ans) == [1.0, 0.5, -1.0, -1.0]
+    cx = ["simple"] * 4
+    assert oracle_mode_reward(0.5)(prompts, comps, answer=ans, complexity=cx) == [1.5, 1.0, 0.5, 0.0]
+
+
+def test_reference_accuracy_cancels_in_group_advantages():
+    comps = ["<nothink>3", "<think>1+2=3</think>3", "<nothink>4", "<think>1+2=4</think>4"]
+    ans = ["3"] * 4
+    plain = adaptthink_reward(0.05)(["x"] * 4, comps, answer=ans)
+    with_ref = adaptthink_reward(0.05, ref_accuracy=lambda p: 0.6)(["x"] * 4, comps, answer=ans)
+    torch.testing.assert_close(compute_advantages(torch.tensor(plain), 4),
+                               compute_advantages(torch.tensor(with_ref), 4))
+
+
+def test_reward_bad_input():
+    with pytest.raises(ValueError, match="lengths must agree"):
+        accuracy_reward()(["a", "b"], ["<nothink>1"], answer=["1", "2"])
+    with pytest.raises(ValueError, match="answer"):
+        adaptthink_reward()(["a"], ["<nothink>1"])
+    with pytest.raises(ValueError, match="complexity"):
+        oracle_mode_reward()(["a"], ["<nothink>1"], answer=["1"])
+    with pytest.raises(KeyError, match="no reference accuracy"):
+        adaptthink_reward(ref_accuracy={})(["a"], ["<nothink>1"], answer=["1"])
+
+
+def test_task_and_config_bad_input():
+    with pytest.raises(ValueError, match="complex_ops"):
+        CostumeArithmetic(complex_ops=(1, 2))
+    with pytest.raises(ValueError, match="verbose_length"):
+        CostumeArithmetic(verbose_length=(5, 10))
+    with pytest.raises(ValueError, match="split"):
+        CostumeArithmetic().problem("simple", "concise", "dev", None)
+    with pytest.raises(ValueError, match="even num_generations"):
+        AdaptiveReasonerConfig(num_generations=5)
+    with pytest.raises(ValueError, match="force"):
+        evaluate_modes(None, make_tokenizer(), [{}], force="maybe")
+
+
+def test_end_to_end_tiny_run_learns_the_mode_and_is_deterministic():
+    torch.set_num_threads(1)  # tiny matrices: a second thread only adds synchronisation
+    task = CostumeArithmetic(seed=0)
+    tok = make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+
+    def once():
+        torch.manual_seed(0)
+        model = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=1,
+                                      n_head=2, n_embd=32))
+        cfg = AdaptiveReasonerConfig(sft_steps=80, sft_batch_size=32, grpo_steps=2, grpo_batch_size=4,
+                                     num_generations=4, prompt_length=P, max_completion_length=C)
+        hist = {}
+        train_adaptive_reasoner(model, tok, task.sft_dataset(1000, seed=0), task.rl_prompts(16),
+                                adaptthink_reward(), cfg, history=hist)
+        return evaluate_modes(model, tok, task.test_grid(10), prompt_length=P, max_new_tokens=C), hist
+
+    r1, h1 = once()
+    r2, h2 = once()
+    assert r1 == r2 and h1["sft_loss"] == h2["sft_loss"]
+    assert r1["complex-concise"]["think_rate"] > r1["simple-concise"]["think_rate"]
+    assert len(h1["grpo"]) == 2
