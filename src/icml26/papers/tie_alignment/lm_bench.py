@@ -20,9 +20,9 @@ import itertools
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from icml26.core.lm.model import LMConfig, TinyCausalLM
+from icml26.core.lm.sft import SFTConfig, train_sft
 
 from .trainer import PairData
 
@@ -100,25 +100,20 @@ class SymbolTask:
 
     def sft_reference(self, n_examples: int, corrupt: float, steps: int, seed: int,
                       lr: float = 3e-3, batch_size: int = 256) -> TinyCausalLM:
-        """The reference policy: SFT on targets whose symbols are resampled uniformly w.p. ``corrupt``."""
+        """The reference policy: SFT (the shared :func:`icml26.core.lm.sft.train_sft`) on
+        targets whose symbols are resampled uniformly at random with probability ``corrupt``."""
         rng = np.random.default_rng([seed, 11])
         prompts = self.prompts(n_examples, rng)
         y = self.targets(prompts)
         noise = rng.random(y.shape) < corrupt
         y = np.where(noise, rng.integers(0, self.n_symbols, y.shape), y)
-        ids, mask = self.sequences(prompts, y)
+        dataset = [{"prompt_ids": p.tolist(), "completion_ids": c.tolist()} for p, c in zip(prompts, y, strict=True)]
         torch.manual_seed(seed)
         model = self.make_model()
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
-        gen = torch.Generator().manual_seed(seed)
-        for _ in range(steps):
-            b = torch.randint(len(ids), (batch_size,), generator=gen)
-            logits, _ = model(ids[b][:, :-1])
-            loss = (F.cross_entropy(logits.transpose(1, 2), ids[b][:, 1:], reduction="none")
-                    * mask[b][:, 1:]).sum() / mask[b][:, 1:].sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        # prompts and responses have fixed lengths: padding never occurs, pad_id is unused
+        train_sft(model, dataset, SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size,
+                                            max_steps=steps, lr_scheduler_type="constant", seed=seed),
+                  pad_id=0, prompt_length=self.prompt_len)
         return model.eval()
 
     def sample_pairs(self, ref_logp: torch.Tensor, prompts: np.ndarray,
