@@ -205,3 +205,23 @@ def test_help_on_every_command(capsys):
         with pytest.raises(SystemExit) as exc:
             cli.main([cmd, "--help"])
         assert exc.value.code == 0
+
+
+def test_runner_limits_torch_threads_and_restores_them(tmp_path, monkeypatch):
+    import torch
+
+    import tests.harness.fake_paper as mod
+
+    seen = []
+    original = mod.run
+
+    def run(config, seed):
+        seen.append(torch.get_num_threads())
+        return original(config, seed)
+
+    monkeypatch.setattr(mod, "run", run)
+    torch.set_num_threads(2)
+    run_paper(FAKE, "smoke", out=tmp_path)
+    assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+    run_paper(FAKE, "smoke", out=tmp_path, overrides=["torch_threads=none"])
+    assert seen[-1] == 2

@@ -31,10 +31,15 @@ class ExperimentConfig:
         Which profile built this config (``smoke`` | ``quick`` | ``full`` | ``custom``).
     seeds : tuple of int
         The seeds the runner iterates over; method and baselines share each seed.
+    torch_threads : int or None
+        Intra-op torch threads while the experiment runs (the runner restores the previous value).
+        1 by default: the laptop-scale models here run as fast on one thread, and two threads
+        per process oversubscribe a shared 2-core machine. ``None`` leaves torch's setting alone.
     """
 
     profile: str = "custom"
     seeds: tuple[int, ...] = (0,)
+    torch_threads: int | None = 1
 
     PROFILES: ClassVar[tuple[str, ...]] = PROFILES
 

@@ -43,7 +43,7 @@ from .result import (
     platform_info,
     validate_result,
 )
-from .seeding import seed_everything
+from .seeding import limit_torch_threads, seed_everything
 
 
 @dataclass
@@ -88,7 +88,8 @@ def run_experiment(
         if progress:
             progress(f"seed {seed}", i, len(config.seeds))
         seed_everything(seed)
-        out = _normalise(experiment.run(config, seed), seed)
+        with limit_torch_threads(config.torch_threads):
+            out = _normalise(experiment.run(config, seed), seed)
         these = {(a, m) for a, ms in out.metrics.items() for m in ms}
         if keys is not None and these != keys:
             raise ValueError(f"seed {seed} returned different arms/metrics than the first seed")

@@ -1,9 +1,11 @@
-"""Seed every random number generator a paper may touch (python, numpy, torch)."""
+"""Seed every random number generator a paper may touch (python, numpy, torch); limit threads."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import random
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -29,3 +31,25 @@ def torch_generator(seed: int, device: str = "cpu"):
     import torch
 
     return torch.Generator(device=device).manual_seed(int(seed))
+
+
+@contextlib.contextmanager
+def limit_torch_threads(n: int | None) -> Iterator[None]:
+    """Run a block with ``torch.set_num_threads(n)`` and restore the previous value after.
+
+    ``None`` leaves torch alone. For the laptop-scale models here one intra-op thread is as fast
+    as two and avoids oversubscription when processes share the 2 cores.
+    """
+    if n is None or importlib.util.find_spec("torch") is None:
+        yield
+        return
+    if n < 1:
+        raise ValueError(f"torch_threads must be >= 1 or None, got {n}")
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

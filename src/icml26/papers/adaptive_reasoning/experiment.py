@@ -54,7 +54,6 @@ class Config(ExperimentConfig):
     delta: float = 0.05
     n_eval: int = 300
     ablations: bool = True
-    threads: int = 1
 
     @classmethod
     def smoke(cls):
@@ -82,7 +81,6 @@ def _flatten(report: dict) -> dict[str, float]:
 
 
 def run(config: Config, seed: int) -> SeedOutput:
-    torch.set_num_threads(config.threads)
     task = CostumeArithmetic(seed=seed)
     tok = make_tokenizer()
     P, C = task.max_prompt_length + 1, task.max_completion_length

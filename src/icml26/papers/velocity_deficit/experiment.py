@@ -167,16 +167,7 @@ def _digit_features(max_iter: int) -> DigitsFeatures:
 
 
 def run(config: Config, seed: int) -> SeedOutput:
-    # small MLPs: one intra-op thread is as fast and much cheaper on a shared 2-core machine
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _run(config, seed)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(config: Config, seed: int) -> SeedOutput:
+    # torch threads: the runner limits them (ExperimentConfig.torch_threads, 1 by default)
     c = config
     metrics: dict[str, dict[str, float]] = {}
     extras: dict = {"profiles": {}, "nfe_curve": {}, "tuning": {}}
