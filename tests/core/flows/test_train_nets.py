@@ -47,7 +47,6 @@ def test_train_flow_learns_and_is_deterministic():
         torch.manual_seed(0)
         return MLPVelocity(2, hidden=64, depth=2, t_embed_dim=16)
 
-    torch.set_num_threads(1)  # tiny net: one thread is fastest (conftest resets it per test)
     r1 = train_flow(make(), tensor_sampler(data), steps=400, batch_size=128, lr=3e-3, seed=0)
     r2 = train_flow(make(), tensor_sampler(data), steps=30, batch_size=128, lr=3e-3, seed=0)
     r3 = train_flow(make(), tensor_sampler(data), steps=30, batch_size=128, lr=3e-3, seed=0)

@@ -1,0 +1,36 @@
+"""Low-precision number formats and quantization (FP8/FP6/FP4/INT8/INT4, MX blocks).
+
+* :mod:`.formats`: element grids, exact round-to-nearest-even and stochastic rounding, codes.
+* :mod:`.qtensor`: scales (tensor/channel/group/MX E8M0), :class:`QTensor` with real storage and
+  ``nbytes``, :func:`fake_quant` with a straight-through gradient.
+"""
+
+from .formats import (
+    FORMATS,
+    ElemFormat,
+    code_table,
+    get_format,
+    grid_step,
+    grid_values,
+    pack_int4,
+    round_to_format,
+    unpack_int4,
+)
+from .qtensor import (
+    QTensor,
+    QuantSpec,
+    block_scales,
+    dequantize,
+    fake_quant,
+    mx_quantize,
+    nbytes,
+    quant_error_stats,
+    quantize,
+    quantize_dequantize,
+)
+
+__all__ = [
+    "FORMATS", "ElemFormat", "QTensor", "QuantSpec", "block_scales", "code_table", "dequantize",
+    "fake_quant", "get_format", "grid_step", "grid_values", "mx_quantize", "nbytes", "pack_int4",
+    "quant_error_stats", "quantize", "quantize_dequantize", "round_to_format", "unpack_int4",
+]

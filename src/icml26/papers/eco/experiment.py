@@ -1,0 +1,361 @@
+"""ECO reproduction: the quadratic theory toy over learning rates, then a tiny char LM.
+
+One seed = (1) the noisy-quadratic toy at several constant learning rates for naive removal and
+ECO (+ float32 reference), then (2) the same tiny transformer trained from the same init, on the
+same batches and lr schedule, with: float32 AdamW (reference), FP8 weights with an FP32 master
+(the master-weight baseline), naive master-weight removal (RTN, SR), ECO (RTN, SR) and, in the
+full profile, the INT4 versions. Static memory is measured from storage after training.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from icml26.core.lm.data import char_corpus, stdlib_text
+from icml26.core.lm.model import LMConfig, TinyCausalLM
+from icml26.core.lm.train import TrainConfig, train_lm
+from icml26.core.quant import QuantSpec
+from icml26.harness import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Claim,
+    Decision,
+    ExperimentConfig,
+    SeedOutput,
+    all_of,
+    paired_improvement,
+)
+
+from .baselines import MasterWeightOptimizer, eco_param_groups, linear_weight_names
+from .memory import static_memory_bytes
+from .optim import ECOAdamW
+from .toy import run_quadratic_toy
+
+# Tolerances of the rules, fixed before any run (nats/char; "near-lossless" in the paper).
+MATCH_TOL = 0.03      # ECO within this of the master-weight baseline
+NAIVE_GAP = 0.05      # naive removal (RTN) worse than the baseline by at least this
+MEMORY_RATIO = 0.72   # ECO static bytes / FP8-with-FP32-master bytes on the quantized layers
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    # theory toy (noisy quadratic, uniform grid δ = 2^-6, SGDM β = 0.9)
+    toy_lrs: tuple[float, ...] = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
+    toy_steps: int = 1500
+    toy_dim: int = 128
+    toy_noise: float = 0.05
+    toy_sr_arms: bool = False
+    # tiny char LM on CPython stdlib docstrings
+    text_chars: int = 400_000
+    n_layer: int = 2
+    n_embd: int = 64
+    n_head: int = 4
+    block_size: int = 64
+    batch_size: int = 16
+    steps: int = 400
+    lr: float = 1e-2
+    beta2: float = 0.95
+    weight_decay: float = 0.0
+    warmup_steps: int = 30
+    min_lr_ratio: float = 0.1
+    eval_windows: int = 96
+    weight_fmt: str = "fp8_e4m3"
+    fp32_arm: bool = False
+    int4_arms: bool = False
+    int4_group: int = 32
+
+    @classmethod
+    def smoke(cls) -> Config:
+        return cls(seeds=(0,), toy_lrs=(1e-1, 1e-2, 3e-3), toy_steps=500, toy_dim=32,
+                   text_chars=60_000, n_layer=1, n_embd=32, n_head=2, block_size=32, batch_size=8,
+                   steps=50, warmup_steps=5, eval_windows=16)
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(seeds=(0, 1, 2))
+
+    @classmethod
+    def full(cls) -> Config:
+        # same model as quick (a bigger one does not fit 30 min on 2 cores with 10 arms x 3
+        # seeds), trained 4x longer so that more of the run is spent at small learning rates
+        return cls(seeds=(0, 1, 2), toy_lrs=(1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4), toy_steps=3000,
+                   toy_sr_arms=True, steps=1600, warmup_steps=60, fp32_arm=True, int4_arms=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _corpus(n_chars: int):
+    return char_corpus(stdlib_text(n_chars), val_fraction=0.1)
+
+
+def _arms(config: Config) -> dict[str, dict]:
+    fp8 = QuantSpec(config.weight_fmt, "channel", scale_kind="e8m0")
+    arms = {"fp32": {"kind": "fp32"}} if config.fp32_arm else {}
+    arms |= {
+        "mw": {"kind": "mw", "spec": fp8},
+        "naive_rtn": {"kind": "eco", "spec": fp8, "rounding": "nearest", "ef": False},
+        "naive_sr": {"kind": "eco", "spec": fp8, "rounding": "stochastic", "ef": False},
+        "eco_rtn": {"kind": "eco", "spec": fp8, "rounding": "nearest", "ef": True},
+        "eco_sr": {"kind": "eco", "spec": fp8, "rounding": "stochastic", "ef": True},
+    }
+    if config.int4_arms:
+        int4 = QuantSpec("int4", "group", group_size=config.int4_group)
+        arms.update({
+            "int4_mw": {"kind": "mw", "spec": int4},
+            "int4_naive_sr": {"kind": "eco", "spec": int4, "rounding": "stochastic", "ef": False},
+            "int4_eco_sr": {"kind": "eco", "spec": int4, "rounding": "stochastic", "ef": True},
+        })
+    return arms
+
+
+def _build(model: TinyCausalLM, arm: dict, config: Config, seed: int, release: bool = True):
+    betas = (0.9, config.beta2)
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    if arm["kind"] == "fp32":
+        return torch.optim.AdamW(model.parameters(), lr=config.lr, betas=betas,
+                                 weight_decay=config.weight_decay)
+    if arm["kind"] == "mw":
+        names = set(linear_weight_names(model))
+        base = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=betas,
+                                 weight_decay=config.weight_decay)
+        opt = MasterWeightOptimizer(base, [p for n, p in model.named_parameters() if n in names],
+                                    arm["spec"], release_weights=release, generator=gen)
+    else:
+        opt = ECOAdamW(eco_param_groups(model, arm["spec"]), lr=config.lr, betas=betas,
+                       weight_decay=config.weight_decay, rounding=arm["rounding"],
+                       error_feedback=arm["ef"], release_weights=release, generator=gen,
+                       track_error_cosine=False)
+    opt.attach(model)
+    return opt
+
+
+def _model(config: Config, vocab: int, seed: int) -> TinyCausalLM:
+    torch.manual_seed(seed)
+    return TinyCausalLM(LMConfig(vocab_size=vocab, block_size=config.block_size,
+                                 n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd))
+
+
+def run(config: Config, seed: int) -> SeedOutput:
+    """One seed: the toy and every LM arm (the runner sets torch to one thread)."""
+    metrics: dict[str, dict[str, float]] = {}
+    extras: dict = {}
+    # (1) theory toy
+    toy_arms = ("fp32", "naive_rtn", "eco_rtn") + (("naive_sr", "eco_sr") if config.toy_sr_arms else ())
+    toy = run_quadratic_toy(config.toy_lrs, dim=config.toy_dim, steps=config.toy_steps,
+                            noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed, arms=toy_arms)
+    extras["toy"] = {"lrs": list(toy.lrs), "error": toy.error}
+    for arm, errs in toy.error.items():
+        metrics[f"toy_{arm}"] = {f"err_lr{i}": e for i, e in enumerate(errs)}
+    # (2) tiny LM, every arm on the same init, batches and schedule
+    data = _corpus(config.text_chars)
+    tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
+                       warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
+                       eval_every=max(1, config.steps // 8), eval_windows=config.eval_windows, seed=seed)
+    curves = {}
+    for name, arm in _arms(config).items():
+        model = _model(config, data.vocab_size, seed)
+        qnames = set(linear_weight_names(model))
+        opt = _build(model, arm, config, seed)
+        res = train_lm(model, opt, data, tcfg)
+        if hasattr(opt, "release") and opt.release_weights:
+            opt.release()  # the final evaluation materialized the weights; measure static state
+        qparams = [p for n, p in model.named_parameters() if n in qnames]
+        mem_all = static_memory_bytes(model, opt)
+        mem_q = static_memory_bytes(model, opt, qparams)
+        n_q = sum(p.numel() for p in qparams)
+        diag = opt.diagnostics() if hasattr(opt, "diagnostics") else {}
+        metrics[name] = {
+            "val_loss": res.final_val_loss,
+            "static_bytes": mem_all["total"],
+            "static_bytes_quantized": mem_q["total"],
+            "bytes_per_quantized_param": mem_q["total"] / n_q,
+        }
+        if "frozen_fraction" in diag:  # only optimizers that store quantized weights report it
+            metrics[name]["frozen_fraction_last10"] = diag["frozen_fraction"]
+        curves[name] = {"steps": res.val_steps, "val_loss": res.val_loss}
+    extras["curves"] = curves
+    # memory control: ECO that keeps a float32 copy of its weights between steps (the "stub")
+    model = _model(config, data.vocab_size, seed)
+    qparams = [p for n, p in model.named_parameters() if n in set(linear_weight_names(model))]
+    opt = _build(model, _arms(config)["eco_sr"], config, seed, release=False)
+    x = data.train[: config.block_size + 1]
+    logits, _ = model(x[None, :-1])
+    torch.nn.functional.cross_entropy(logits[0], x[1:]).backward()
+    opt.step()
+    metrics["eco_sr_keep_fp32"] = {"static_bytes_quantized": static_memory_bytes(model, opt, qparams)["total"]}
+    return SeedOutput(metrics=metrics, extras=extras)
+
+
+# ----------------------------------------------------------------------------------------------
+# Claims (rules fixed before any run)
+# ----------------------------------------------------------------------------------------------
+
+
+def _toy_errors(m, arm: str) -> np.ndarray:
+    """(n_seeds, n_lrs) errors of a toy arm."""
+    keys = sorted((k for k in m[f"toy_{arm}"]), key=lambda k: int(k[6:]))
+    return np.array([m[f"toy_{arm}"][k] for k in keys]).T
+
+
+def _toy_rule(m, config, eco_arm: str) -> Decision:
+    lrs = np.asarray(config.toy_lrs)
+    naive = _toy_errors(m, "naive_rtn").mean(0)
+    eco = _toy_errors(m, eco_arm).mean(0)
+    i_min = int(np.argmin(lrs))
+    ratio = naive[i_min] / eco[i_min]
+    slope = float(np.polyfit(np.log(lrs), np.log(naive), 1)[0])
+    bounded = eco[i_min] / eco.min()
+    ok = ratio >= 10 and slope <= -0.5 and bounded <= 3
+    evidence = {"lrs": lrs.tolist(), "naive_rtn": naive.tolist(), eco_arm: eco.tolist(),
+                "ratio_at_min_lr": ratio, "naive_loglog_slope": slope, "eco_growth_at_min_lr": bounded}
+    ours = (f"at η={lrs[i_min]:g}: naive {naive[i_min]:.2e} vs {eco_arm} {eco[i_min]:.2e} ({ratio:.0f}×); "
+            f"naive slope {slope:.2f}; {eco_arm} err(η_min)/min {bounded:.2f}")
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED, ours, evidence)
+
+
+def _within(m, arm: str, ref: str, tol: float) -> Decision:
+    gaps = np.asarray(m[arm]["val_loss"]) - np.asarray(m[ref]["val_loss"])
+    mean = float(gaps.mean())
+    ok = mean <= tol
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED, f"{arm} − {ref} = {mean:+.4f} nats (tol {tol})",
+                    {"gaps": gaps.tolist(), "mean_gap": mean, "tol": tol})
+
+
+def _lm_rule(m, config, eco_arm: str) -> Decision:
+    naive = paired_improvement(m["mw"]["val_loss"], m["naive_rtn"]["val_loss"], higher_is_better=False,
+                               min_gap=NAIVE_GAP, label="MW vs naive-RTN: ")
+    return all_of(_within(m, eco_arm, "mw", MATCH_TOL), naive)
+
+
+def _memory_rule(m, config, eco_arm: str, loss_arm: str) -> Decision:
+    eco_b = np.asarray(m[eco_arm]["static_bytes_quantized"], dtype=float)
+    mw_b = np.asarray(m["mw"]["static_bytes_quantized"], dtype=float)
+    ratio = float((eco_b / mw_b).mean())
+    mem = Decision(REPRODUCED if ratio <= MEMORY_RATIO else NOT_REPRODUCED,
+                   f"static bytes {eco_arm}/mw = {ratio:.3f} (≤ {MEMORY_RATIO})",
+                   {"ratio": ratio, "eco_bytes": eco_b.tolist(), "mw_bytes": mw_b.tolist()})
+    return all_of(mem, _within(m, loss_arm, "mw", MATCH_TOL))
+
+
+CLAIMS = (
+    Claim(
+        id="lr_scaling",
+        statement="Naive master-weight removal has an error that grows like 1/η as the learning "
+                  "rate shrinks; ECO converges to a neighbourhood whose size does not grow as η shrinks.",
+        paper_value="qualitative (abstract: naive error ∝ 1/η; ECO: constant-radius neighbourhood)",
+        metric="stationary mean squared distance to the optimum per learning rate (lower is better)",
+        scale="laptop-scale: noisy quadratic, d=128, INT8 grid δ=2^-6, SGDM β=0.9, constant η grid",
+        rule="at the smallest η, naive-RTN error ≥ 10× ECO-RTN's; naive log-log slope vs η ≤ −0.5; "
+             "ECO-RTN error at the smallest η ≤ 3× its minimum over the η grid",
+        decide=lambda m, c: _toy_rule(m, c, "eco_rtn"),
+        control_description="ECO with error feedback disabled (error_feedback=False, i.e. the "
+                            "naive_rtn arm) in place of ECO-RTN",
+        control=lambda m, c: _toy_rule(m, c, "naive_rtn"),
+    ),
+    Claim(
+        id="matches_master",
+        statement="ECO without master weights matches the FP8 master-weight baseline's validation "
+                  "loss, while naive master-weight removal is clearly worse.",
+        paper_value="qualitative ('near-lossless', Fig. 1 and pre-training tables; numbers not read)",
+        metric="final validation loss, nats/char (lower is better)",
+        scale="laptop-scale: 2-layer d=64 char transformer, 400 steps (full: 1600) on CPython docstrings, "
+              "FP8 E4M3 per-row E8M0 scales, AdamW lr 1e-2 cosine to 1e-3, 3 seeds",
+        rule=f"mean(ECO-SR − MW) ≤ {MATCH_TOL} nats AND naive-RTN worse than MW by > {NAIVE_GAP} "
+             "nats and > 2 s.e. in every seed",
+        decide=lambda m, c: _lm_rule(m, c, "eco_sr"),
+        control_description="ECO-SR with error feedback disabled (the naive_sr arm) in place of ECO-SR",
+        control=lambda m, c: _lm_rule(m, c, "naive_sr"),
+    ),
+    Claim(
+        id="rtn_feedback",
+        statement="Without stochastic rounding, ECO's error feedback still recovers much of what "
+                  "naive master-weight removal loses.",
+        paper_value="qualitative (summaries: on hardware without SR ECO still helps, smaller gains; "
+                    "not verified against the paper's tables)",
+        metric="final validation loss, nats/char (lower is better)",
+        scale="laptop-scale: same LM and arms as matches_master",
+        rule="ECO-RTN better than naive-RTN in every seed, mean gap > 2 s.e. (paired)",
+        decide=lambda m, c: paired_improvement(m["eco_rtn"]["val_loss"], m["naive_rtn"]["val_loss"],
+                                               higher_is_better=False, label="ECO-RTN vs naive-RTN: "),
+        control_description="ECO-RTN with error feedback disabled (the naive_rtn arm itself)",
+        control=lambda m, c: paired_improvement(m["naive_rtn"]["val_loss"], m["naive_rtn"]["val_loss"],
+                                                higher_is_better=False, label="naive-RTN vs naive-RTN: "),
+    ),
+    Claim(
+        id="memory_frontier",
+        statement="ECO shifts the static-memory vs validation-loss frontier: quantized weights plus "
+                  "optimizer states only, well below FP8 with an FP32 master, at near-equal loss.",
+        paper_value="up to ~25% less static memory at near-equal loss (Fig. 1; summaries, not verified)",
+        metric="static bytes of the quantized layers measured from storage (lower is better) and "
+               "validation loss",
+        scale="laptop-scale: same LM; bytes of the quantized Linear layers (weights+scales+master+states)",
+        rule=f"mean static-bytes ratio ECO-SR / MW ≤ {MEMORY_RATIO} AND mean(ECO-SR − MW loss) ≤ {MATCH_TOL}",
+        decide=lambda m, c: _memory_rule(m, c, "eco_sr", "eco_sr"),
+        control_description="ECO-SR that keeps a float32 copy of its weights between steps "
+                            "(release_weights=False), measured the same way",
+        control=lambda m, c: _memory_rule(m, c, "eco_sr_keep_fp32", "eco_sr"),
+    ),
+)
+
+
+def plot(config: Config, outputs, outdir):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    # learning-rate scaling of the toy
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    lrs = outputs[0].extras["toy"]["lrs"]
+    for arm in outputs[0].extras["toy"]["error"]:
+        err = np.mean([o.extras["toy"]["error"][arm] for o in outputs], axis=0)
+        ax.loglog(lrs, err, marker="o", label=arm)
+    ax.set_xlabel("learning rate η (constant)")
+    ax.set_ylabel("stationary ‖θ̂ − θ*‖² / d")
+    ax.set_title("Noisy quadratic, INT8 grid δ=2⁻⁶")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = outdir / "lr_scaling.png"
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    paths.append(p)
+    # Pareto: static memory per quantized parameter vs validation loss
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    arms = [a for a in outputs[0].metrics if "val_loss" in outputs[0].metrics[a]]
+    for arm in arms:
+        b = np.mean([o.metrics[arm]["bytes_per_quantized_param"] for o in outputs])
+        v = [o.metrics[arm]["val_loss"] for o in outputs]
+        ax.errorbar(b, np.mean(v), yerr=np.std(v) / math.sqrt(len(v)) if len(v) > 1 else None,
+                    marker="o", capsize=2, label=arm)
+    ax.set_xlabel("static bytes per quantized parameter (measured)")
+    ax.set_ylabel("validation loss (nats/char)")
+    ax.set_title("Static memory vs loss")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = outdir / "pareto.png"
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    paths.append(p)
+    # loss curves (seed 0)
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    for arm, c in outputs[0].extras["curves"].items():
+        ax.plot(c["steps"], c["val_loss"], label=arm)
+    ax.set_xlabel("step")
+    ax.set_ylabel("validation loss")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = outdir / "curves.png"
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    paths.append(p)
+    return paths
+
+
+__all__ = ["CLAIMS", "Config", "plot", "run", "INCONCLUSIVE"]

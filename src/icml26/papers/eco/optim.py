@@ -1,0 +1,416 @@
+"""ECO optimizers: quantized weights only, the quantization error injected into momentum.
+
+Paper: Nikdan, Zandieh, Alistarh, Mirrokni, *ECO: Quantized Training without Full-Precision
+Master Weights*, arXiv:2601.22101 (ICML 2026).
+
+Between steps a quantized parameter exists only as a :class:`~icml26.core.quant.QTensor`
+(``state["qweight"]``: FP8/INT4 codes + scales). A step computes the transient high-precision
+iterate from the *quantized* weight, re-quantizes it and maps the rounding error back into the
+momentum so that it is applied later instead of lost:
+
+SGD with momentum (paper Alg. 2; ``buf`` as in ``torch.optim.SGD``, update ``-η buf``)::
+
+    m̃ = β m + (1 - τ) g            θ̃ = θ̂ - η m̃            θ̂' = q(θ̃)      e = θ̃ - θ̂'
+    m  = m̃ + (1/η)(1 - 1/β) e
+
+AdamW (paper Alg. 3, as re-derived in third-party ports; ``D = sqrt(v / b2) + ε``)::
+
+    θ̃ = (1 - ηλ) θ̂ - η (m̃ / b1) / D     θ̂' = q(θ̃)     e = θ̃ - θ̂'
+    m  = m̃ + (1 - ηλ)(b1/η)(1 - 1/β1) D ⊙ e
+
+The coefficient follows from asking the transient iterate to track the master-weight
+trajectory, which needs ``m_t = M*_t - e_t / (β η)``; ECO's only approximation is ``e_t ≈
+e_{t+1}`` (the previous error is not stored). ``error_feedback=False`` is *naive master-weight
+removal* ``θ̂' = q(θ̂ - η u)``; ``exact_feedback=True`` stores ``e_t`` (one extra buffer) and uses
+the exact two-error rule (an ablation that reproduces the master-weight trajectory).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from icml26.core.quant import QTensor, QuantSpec, dequantize, quantize
+
+DEFAULT_WEIGHT_FORMAT = QuantSpec("fp8_e4m3", granularity="channel", axis=-1, scale_kind="e8m0")
+"""FP8 E4M3 with one power-of-two (E8M0) scale per output row. The paper's pre-training runs
+store FP8 E4M3 weights; its scale granularity is not verified. Our choice: a power-of-two scale
+keeps each row's grid fixed between steps (it moves only when the row's absmax crosses a power
+of two), so an update below half a grid step is really lost by naive rounding; an FP32 absmax
+scale would rescale the whole row whenever its largest element moves."""
+
+
+def _check_hparam(name: str, value: Any, low: float = 0.0, high: float = math.inf,
+                  low_open: bool = False, high_open: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    bad_low = value <= low if low_open else value < low
+    bad_high = value >= high if high_open else value > high
+    if bad_low or bad_high:
+        raise ValueError(f"{name}={value!r} is out of range")
+
+
+class _QuantizedWeightOptimizer(torch.optim.Optimizer):
+    """Shared machinery: quantized state, weight release/materialization, diagnostics."""
+
+    def __init__(self, params, defaults: dict[str, Any], *, release_weights: bool,
+                 generator: torch.Generator | None, track_error_cosine: bool) -> None:
+        super().__init__(params, defaults)
+        self.release_weights = bool(release_weights)
+        self.generator = generator
+        self.track_error_cosine = bool(track_error_cosine)
+        self.history: dict[str, list[float]] = {"frozen_fraction": [], "error_cosine": [],
+                                                "relative_error": []}
+        self._released = False
+        for group in self.param_groups:
+            spec = group["weight_format"]
+            if spec is not None and not isinstance(spec, QuantSpec):
+                raise TypeError(f"weight_format must be a QuantSpec or None, got {type(spec).__name__}")
+            if group["rounding"] not in ("nearest", "stochastic"):
+                raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {group['rounding']!r}")
+            for p in group["params"]:
+                if not p.is_floating_point():
+                    raise TypeError(f"parameters must be floating point, got {p.dtype}")
+                if spec is None:
+                    continue
+                if p.dtype != torch.float32:
+                    raise TypeError(f"quantized parameters must be float32 tensors, got {p.dtype}")
+                if not p.is_contiguous() or p.storage_offset() != 0:
+                    raise ValueError("quantized parameters must be contiguous tensors that own their storage")
+                with torch.no_grad():
+                    q = quantize(p.detach(), spec, rounding="nearest")
+                    self.state[p]["qweight"] = q
+                    if group.get("exact_feedback"):  # the ablation also knows e_0 = θ_0 - q(θ_0)
+                        self.state[p]["error"] = p.detach() - dequantize(q)
+                    p.copy_(dequantize(q))  # the model computes with θ̂_0 = q(θ_0) from step 0
+        if self.release_weights:
+            self.release()
+
+    # -- weight storage ------------------------------------------------------------------------
+    def _quantized(self):
+        for group in self.param_groups:
+            if group["weight_format"] is None:
+                continue
+            yield from group["params"]
+
+    @torch.no_grad()
+    def release(self) -> None:
+        """Free the float32 storage of every quantized parameter (only the codes remain)."""
+        for p in self._quantized():
+            p.untyped_storage().resize_(0)
+        self._released = True
+
+    @torch.no_grad()
+    def materialize(self) -> None:
+        """Dequantize the codes into the parameters' float32 storage (before a forward pass)."""
+        if not self._released:
+            return
+        for p in self._quantized():
+            p.untyped_storage().resize_(p.numel() * p.element_size())
+            p.copy_(dequantize(self.state[p]["qweight"]))
+        self._released = False
+
+    def attach(self, model: nn.Module):
+        """Register a forward pre-hook on ``model`` that materializes released weights.
+
+        Returns the hook handle. Use with ``release_weights=True``: between steps the quantized
+        parameters hold no float storage; each forward dequantizes them transiently.
+        """
+        return model.register_forward_pre_hook(lambda module, args: self.materialize())
+
+    # -- per-parameter quantized update ------------------------------------------------------
+    def _requantize(self, p: torch.Tensor, theta_tilde: torch.Tensor, group: dict,
+                    stats: list[float]) -> torch.Tensor:
+        """Store q(θ̃) as the new weight; return the error e = θ̃ - θ̂' (float32, transient)."""
+        state = self.state[p]
+        old: QTensor = state["qweight"]
+        q = quantize(theta_tilde, group["weight_format"], rounding=group["rounding"],
+                     generator=self.generator)
+        new = dequantize(q)
+        err = theta_tilde - new
+        stats[0] += float((new == dequantize(old)).sum())
+        stats[1] += new.numel()
+        stats[2] += float(err.pow(2).sum())
+        stats[3] += float(new.pow(2).sum())
+        if self.track_error_cosine:
+            prev = state.get("diag_prev_error")
+            if prev is not None:
+                denom = float(prev.norm() * err.norm())
+                if denom > 0:
+                    stats[4] += float((prev * err).sum()) / denom
+                    stats[5] += 1
+            state["diag_prev_error"] = err.clone()
+        state["qweight"] = q
+        if not self._released:
+            p.copy_(new)
+        return err
+
+    def _finish_step(self, stats: list[float]) -> None:
+        if stats[1]:
+            self.history["frozen_fraction"].append(stats[0] / stats[1])
+            self.history["relative_error"].append(math.sqrt(stats[2] / max(stats[3], 1e-30)))
+        if stats[5]:
+            self.history["error_cosine"].append(stats[4] / stats[5])
+        if self.release_weights:
+            self.release()
+
+    def diagnostics(self, last_fraction: float = 0.1) -> dict[str, float]:
+        """Means over the last ``last_fraction`` of steps of the per-step diagnostics.
+
+        ``frozen_fraction``: share of quantized weights whose value did not change in a step;
+        ``relative_error``: ``||e|| / ||θ̂||``; ``error_cosine`` (with ``track_error_cosine``):
+        cosine of consecutive errors ``e_t, e_{t+1}`` (ECO's heuristic assumes they are close).
+        """
+        out = {}
+        for k, v in self.history.items():
+            if v:
+                n = max(1, int(math.ceil(len(v) * last_fraction)))
+                out[k] = float(sum(v[-n:]) / n)
+        return out
+
+    @staticmethod
+    def _grad(p: torch.Tensor) -> torch.Tensor:
+        g = p.grad
+        if g.is_sparse:
+            raise TypeError("sparse gradients are not supported")
+        if not bool(torch.isfinite(g).all()):
+            raise ValueError("gradient contains NaN or infinite values")
+        return g
+
+    @staticmethod
+    def _check_lr(lr: float, group: dict) -> None:
+        if isinstance(lr, torch.Tensor):
+            raise TypeError("tensor learning rates are not supported")
+        if lr < 0 or math.isnan(lr):
+            raise ValueError(f"learning rate must be >= 0, got {lr}")
+
+    def _theta_hat(self, p: torch.Tensor) -> torch.Tensor:
+        return dequantize(self.state[p]["qweight"])
+
+
+class ECOSGD(_QuantizedWeightOptimizer):
+    """SGD with momentum on quantized weights with ECO error feedback (paper Alg. 2).
+
+    The update rule of ``torch.optim.SGD`` (coupled ``weight_decay``, ``dampening``; no Nesterov)
+    applied to the quantized weight, with the error injection of the module docstring. With
+    ``weight_format=None`` it *is* ``torch.optim.SGD``.
+
+    Parameters
+    ----------
+    params : iterable of Tensors or param groups
+        A group may set its own ``weight_format`` (``None`` = an ordinary float32 parameter).
+    lr : float
+        Learning rate η > 0 (must be > 0 when ``error_feedback``: the injection divides by η;
+        a scheduled η = 0 later just skips the injection, the weight does not move then).
+    momentum : float
+        β in (0, 1) (ECO needs momentum: its coefficient is ``1 - 1/β``). Default 0.9 (paper's
+        SGDM setting is not given in what we could read; the usual value).
+    dampening, weight_decay : float
+        As in ``torch.optim.SGD``.
+    weight_format : QuantSpec or None
+        Storage format of the weights (default FP8 E4M3, per-row scales).
+    rounding : {"nearest", "stochastic"}
+        Rounding of the re-quantization (paper: ECO works with both, SR best).
+    error_feedback : bool
+        ``False`` = naive master-weight removal ``θ̂' = q(θ̂ - η m)``.
+    exact_feedback : bool
+        Ablation: store ``e_t`` and use ``m' = m̃ + e_t/η - e_{t+1}/(βη)`` (exact when η is
+        constant: reproduces the master-weight trajectory; costs one float32 buffer).
+    release_weights : bool
+        Free the float32 parameter storage after each step (see :meth:`attach`).
+    generator : torch.Generator, optional
+        Randomness of stochastic rounding.
+    track_error_cosine : bool
+        Keep the previous error to log ``cos(e_t, e_{t+1})`` (diagnostic; costs a buffer).
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-2, momentum: float = 0.9, dampening: float = 0.0,
+                 weight_decay: float = 0.0, *, weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT,
+                 rounding: str = "stochastic", error_feedback: bool = True, exact_feedback: bool = False,
+                 release_weights: bool = False, generator: torch.Generator | None = None,
+                 track_error_cosine: bool = False) -> None:
+        _check_hparam("lr", lr)
+        _check_hparam("momentum", momentum, 0.0, 1.0, high_open=True)
+        _check_hparam("dampening", dampening, 0.0, 1.0)
+        _check_hparam("weight_decay", weight_decay)
+        if (error_feedback or exact_feedback) and lr <= 0:
+            raise ValueError("error feedback divides by the learning rate: lr must be > 0")
+        if (error_feedback or exact_feedback) and momentum <= 0:
+            raise ValueError("ECO error feedback needs momentum > 0 (coefficient 1 - 1/momentum)")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        weight_format=weight_format, rounding=rounding,
+                        error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback))
+        super().__init__(params, defaults, release_weights=release_weights, generator=generator,
+                         track_error_cosine=track_error_cosine)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        stats = [0.0] * 6
+        for group in self.param_groups:
+            lr, beta = group["lr"], group["momentum"]
+            self._check_lr(lr, group)
+            quantized = group["weight_format"] is not None
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = self._grad(p)
+                state = self.state[p]
+                theta = self._theta_hat(p) if quantized else p
+                if group["weight_decay"]:
+                    g = g.add(theta, alpha=group["weight_decay"])
+                first = False
+                if beta:
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        first = True
+                        buf = state["momentum_buffer"] = g.detach().clone()
+                    else:
+                        buf.mul_(beta).add_(g, alpha=1 - group["dampening"])
+                    direction = buf
+                else:
+                    direction = g
+                if not quantized:
+                    p.add_(direction, alpha=-lr)
+                    continue
+                theta_tilde = theta.add(direction, alpha=-lr)
+                prev = state.get("error") if group["exact_feedback"] else None
+                if prev is not None and first:
+                    # torch's first momentum step is buf = g, so e_0 cannot live in the buffer
+                    # (the invariant m_t = M*_t - e_t/(βη)); add it in weight space once
+                    theta_tilde.add_(prev)
+                err = self._requantize(p, theta_tilde, group, stats)
+                if lr > 0 and group["exact_feedback"]:
+                    if prev is not None and not first:
+                        buf.add_(prev, alpha=1.0 / lr)
+                    buf.add_(err, alpha=-1.0 / (beta * lr))
+                    state["error"] = err
+                elif lr > 0 and group["error_feedback"]:
+                    buf.add_(err, alpha=(1.0 / lr) * (1.0 - 1.0 / beta))
+        self._finish_step(stats)
+        return loss
+
+
+class ECOAdamW(_QuantizedWeightOptimizer):
+    """AdamW on quantized weights with ECO error feedback (paper Alg. 3); no master weights.
+
+    Same state names and update as ``torch.optim.AdamW`` (``step``, ``exp_avg``,
+    ``exp_avg_sq``; decoupled decay; ``denom = sqrt(v)/sqrt(b2) + eps``), applied to the
+    dequantized stored weight; after re-quantization the error ``e`` is mapped back through the
+    preconditioner into ``exp_avg`` (module docstring). With ``weight_format=None`` it *is*
+    ``torch.optim.AdamW``. ECO adds no hyper-parameter (paper); ``lr, betas, eps,
+    weight_decay`` are the base optimizer's, defaults as in ``torch.optim.AdamW``.
+
+    Parameters
+    ----------
+    params : iterable of Tensors or param groups
+        A group may set its own ``weight_format`` (``None`` = plain float32 AdamW).
+    lr : float
+        η > 0 (see :class:`ECOSGD` for η = 0 during a schedule).
+    betas : (float, float)
+        β1 in (0, 1) (the injection coefficient is ``1 - 1/β1``), β2 in [0, 1).
+    eps, weight_decay : float
+    weight_format : QuantSpec or None
+        Default FP8 E4M3 with per-row FP32 scales.
+    rounding : {"nearest", "stochastic"}
+        Default "stochastic" (the paper's best frontier is ECO + SR, Fig. 1).
+    error_feedback : bool
+        ``False`` = naive master-weight removal.
+    exact_feedback : bool
+        Ablation: store ``e_t`` and add it back in weight space, ``θ̃ = (1-ηλ)(θ̂ + e_t) - η u``
+        (the exact correction; the momentum form would need the next step's ``D``): reproduces
+        the master-weight trajectory; costs one float32 buffer.
+    decay_in_injection : bool
+        Multiply the injection by ``(1 - ηλ)`` (exact derivation with decoupled decay, as in
+        F. L. Cesista's re-derivation; not given in what we could read of the paper).
+    release_weights, generator, track_error_cosine
+        See :class:`ECOSGD`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lin = torch.nn.Linear(64, 32)
+    >>> opt = ECOAdamW([{"params": [lin.weight]},
+    ...                 {"params": [lin.bias], "weight_format": None}], lr=1e-3)
+    >>> lin(torch.randn(4, 64)).pow(2).mean().backward(); opt.step()
+    >>> opt.state[lin.weight]["qweight"].codes.dtype
+    torch.float8_e4m3fn
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, *,
+                 weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT, rounding: str = "stochastic",
+                 error_feedback: bool = True, exact_feedback: bool = False,
+                 decay_in_injection: bool = True, release_weights: bool = False,
+                 generator: torch.Generator | None = None, track_error_cosine: bool = False) -> None:
+        _check_hparam("lr", lr)
+        if not isinstance(betas, tuple | list) or len(betas) != 2:
+            raise TypeError("betas must be a pair of floats")
+        _check_hparam("betas[0]", betas[0], 0.0, 1.0, high_open=True)
+        _check_hparam("betas[1]", betas[1], 0.0, 1.0, high_open=True)
+        _check_hparam("eps", eps)
+        _check_hparam("weight_decay", weight_decay)
+        if (error_feedback or exact_feedback) and lr <= 0:
+            raise ValueError("error feedback divides by the learning rate: lr must be > 0")
+        if error_feedback and betas[0] <= 0:
+            raise ValueError("ECO error feedback needs betas[0] > 0 (coefficient 1 - 1/beta1)")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        weight_format=weight_format, rounding=rounding,
+                        error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback),
+                        decay_in_injection=bool(decay_in_injection))
+        super().__init__(params, defaults, release_weights=release_weights, generator=generator,
+                         track_error_cosine=track_error_cosine)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        stats = [0.0] * 6
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            self._check_lr(lr, group)
+            quantized = group["weight_format"] is not None
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = self._grad(p)
+                state = self.state[p]
+                if "step" not in state:
+                    state["step"] = torch.tensor(0.0)
+                    state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] += 1
+                t = float(state["step"])
+                m, v = state["exp_avg"], state["exp_avg_sq"]
+                m.lerp_(g, 1 - beta1)
+                v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                b1 = 1 - beta1**t
+                b2 = 1 - beta2**t
+                denom = (v.sqrt() / math.sqrt(b2)).add_(eps)
+                if not quantized:
+                    p.mul_(1 - lr * wd)
+                    p.addcdiv_(m, denom, value=-lr / b1)
+                    continue
+                theta = self._theta_hat(p)
+                if group["exact_feedback"] and "error" in state:
+                    theta = theta + state["error"]
+                theta_tilde = theta.mul_(1 - lr * wd).addcdiv_(m, denom, value=-lr / b1)
+                err = self._requantize(p, theta_tilde, group, stats)
+                if group["exact_feedback"]:
+                    state["error"] = err
+                elif lr > 0 and group["error_feedback"]:
+                    coeff = (b1 / lr) * (1.0 - 1.0 / beta1)
+                    if group["decay_in_injection"]:
+                        coeff *= 1 - lr * wd
+                    m.add_(denom * err, alpha=coeff)
+        self._finish_step(stats)
+        return loss
