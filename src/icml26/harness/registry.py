@@ -105,7 +105,7 @@ _PAPERS: tuple[PaperInfo, ...] = (
               "MS-Flow: multiple shooting for flow-prior inverse problems", "2602.08538", None),
     PaperInfo(18, "tie_alignment", "When Labelers Stay Silent: The Power of Ties in Cost-Effective Preference Learning",
               "Silent-aware (tie-aware) preference alignment", None, None,
-              "icml26.core.lm.preference_loss"),
+              "icml26.papers.tie_alignment.preference_loss"),
     PaperInfo(19, "nammd",
               "Are Two Datasets Close Enough With Statistical Significance? A Kernel Distributional "
               "Closeness Testing Approach",
