@@ -33,6 +33,7 @@ from icml26.harness import (
     ExperimentConfig,
     SeedOutput,
 )
+from icml26.harness.plots import save_figure
 
 from .rewards import accuracy_reward, adaptthink_reward, oracle_mode_reward, thinkless_reward
 from .task import CELLS, CostumeArithmetic, make_tokenizer
@@ -264,9 +265,5 @@ def plot(config: Config, outputs, outdir) -> list[Path]:
         ax.set_xticklabels(arms, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(label)
         ax.legend(fontsize=7, ncol=4)
-        fig.tight_layout()
-        path = outdir / f"{metric}_per_cell.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(fig, outdir / f"{metric}_per_cell.png", dpi=100))
     return paths

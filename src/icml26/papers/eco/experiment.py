@@ -31,6 +31,7 @@ from icml26.harness import (
     all_of,
     paired_improvement,
 )
+from icml26.harness.plots import save_figure
 
 from .baselines import MasterWeightOptimizer, eco_param_groups, linear_weight_names
 from .memory import static_memory_bytes
@@ -321,11 +322,7 @@ def plot(config: Config, outputs, outdir):
     ax.set_ylabel("stationary ‖θ̂ − θ*‖² / d")
     ax.set_title("Noisy quadratic, INT8 grid δ=2⁻⁶")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "lr_scaling.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "lr_scaling.png", dpi=120))
     # Pareto: static memory per quantized parameter vs validation loss
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     arms = [a for a in outputs[0].metrics if "val_loss" in outputs[0].metrics[a]]
@@ -338,11 +335,7 @@ def plot(config: Config, outputs, outdir):
     ax.set_ylabel("validation loss (nats/char)")
     ax.set_title("Static memory vs loss")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "pareto.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "pareto.png", dpi=120))
     # loss curves (seed 0)
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     for arm, c in outputs[0].extras["curves"].items():
@@ -350,11 +343,7 @@ def plot(config: Config, outputs, outdir):
     ax.set_xlabel("step")
     ax.set_ylabel("validation loss")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "curves.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "curves.png", dpi=120))
     return paths
 
 

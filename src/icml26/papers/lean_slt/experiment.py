@@ -25,6 +25,7 @@ from icml26.harness import (
     ExperimentConfig,
     SeedOutput,
 )
+from icml26.harness.plots import save_figure
 
 from .catalogue import THEOREMS, catalogue_text, run_catalogue
 from .chaining import DUDLEY_CONSTANT
@@ -373,10 +374,7 @@ def plot(config: Config, outputs, outdir: Path):
     ax.set_ylabel("log10(bound ÷ truth)")
     ax.set_title("Tightness of each formal statement at its tightest instance (green: exact, blue: MC)")
     ax.tick_params(axis="x", rotation=90, labelsize=7)
-    fig.tight_layout()
-    paths.append(outdir / "tightness.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, outdir / "tightness.png", dpi=110))
 
     arms = _sparse_arms(first)
     ds = [int(a.split("=")[1]) for a in arms]
@@ -388,8 +386,5 @@ def plot(config: Config, outputs, outdir: Path):
     ax.set_xlabel("d")
     ax.set_ylabel("‖f̂ − f*‖_n²")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(outdir / "sparse.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, outdir / "sparse.png", dpi=110))
     return paths

@@ -41,6 +41,7 @@ from icml26.harness import (
     threshold_rule,
 )
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from icml26.harness.plots import save_figure
 
 from .bandwidth import DEFAULT_MULTIPLIERS
 from .data import (
@@ -395,8 +396,4 @@ def plot(config: Config, outputs, outdir):
     axes[2].axvline(config.noise_ref, color="k", lw=0.8, ls=":")
     axes[2].set(title="digits: reject 'as close as t0'", xlabel="noise std (pixels)")
     axes[2].legend(fontsize=7)
-    fig.tight_layout()
-    path = outdir / "nammd_power_size_digits.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return [save_figure(fig, outdir / "nammd_power_size_digits.png", dpi=110)]

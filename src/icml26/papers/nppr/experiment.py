@@ -22,6 +22,7 @@ import numpy as np
 
 from icml26.harness import REPRODUCED, Claim, Decision, ExperimentConfig, SeedOutput
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, all_of, mean_se, paired_improvement
+from icml26.harness.plots import save_figure
 
 from .estimator import NPPREstimator
 from .models import load_digits_split, load_moons_split, make_model, train_classifier
@@ -378,11 +379,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_ylabel("mean PR / robust accuracy")
         ax.set_title("digits CNN: PR vs eps")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = outdir / "pr_vs_eps.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(save_figure(fig, outdir / "pr_vs_eps.png", dpi=120))
     hist = outputs[0].extras.get("hist", {}) if outputs else {}
     if hist:
         fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -393,11 +390,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_ylabel("test inputs")
         ax.set_yscale("log")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        p = outdir / "per_input_pr.png"
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(save_figure(fig, outdir / "per_input_pr.png", dpi=120))
     return paths
 
 

@@ -28,6 +28,7 @@ from icml26.harness import (
     mean_se,
     paired_improvement,
 )
+from icml26.harness.plots import save_figure
 
 from .labelers import SimulatedLabeler, label_noise
 from .lm_bench import SymbolTask
@@ -314,10 +315,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     ax.set_ylabel("expected true reward")
     ax.set_title("tie_alignment Tier A: reward vs KL (one dot per seed)")
     ax.legend(fontsize=6, loc="best")
-    fig.tight_layout()
-    paths.append(outdir / "reward_vs_kl.png")
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
+    paths.append(save_figure(fig, outdir / "reward_vs_kl.png", dpi=120))
     grids = [o.extras["sweep_reward_gap"] for o in outputs if "sweep_reward_gap" in o.extras]
     if grids:
         g = np.mean(grids, axis=0)
@@ -330,8 +328,5 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_ylabel("small silent labeler's resolution")
         ax.set_title("reward(RK, small-silent) - reward(DPO, large-forced)", fontsize=9)
         fig.colorbar(im)
-        fig.tight_layout()
-        paths.append(outdir / "sweep_reward_gap.png")
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
+        paths.append(save_figure(fig, outdir / "sweep_reward_gap.png", dpi=120))
     return paths

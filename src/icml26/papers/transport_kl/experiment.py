@@ -29,6 +29,7 @@ from icml26.harness import (
     all_of,
     paired_improvement,
 )
+from icml26.harness.plots import save_figure
 
 from .control import (
     closed_loop_cost,
@@ -519,10 +520,7 @@ def plot(config: Config, outputs, outdir):
             ax.invert_xaxis()
         axes[0].legend()
         fig.suptitle(suptitle)
-        fig.tight_layout()
-        paths.append(outdir / name)
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        paths.append(save_figure(fig, outdir / name, dpi=110))
 
     sweep_figure("double_integrator_sweep.png", ex["sweep"], ("gain", "state_cost", "energy"),
                  ("||K||_F", "discounted state cost", "discounted control energy"),
@@ -543,8 +541,5 @@ def plot(config: Config, outputs, outdir):
     ax.set_ylabel("discounted state cost")
     ax.set_title("double integrator, anisotropic noise\n(lambda grid)", fontsize=9)
     ax.legend()
-    fig.tight_layout()
-    paths.append(outdir / "double_integrator_pareto.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, outdir / "double_integrator_pareto.png", dpi=110))
     return paths

@@ -25,6 +25,7 @@ import numpy as np
 
 from icml26.harness import Claim, ExperimentConfig, SeedOutput
 from icml26.harness.claims import NOT_REPRODUCED, REPRODUCED, Decision, all_of
+from icml26.harness.plots import save_figure
 
 from .algorithms import (
     REJECT_ALL,
@@ -562,11 +563,7 @@ def plot(config: Config, outputs: list[SeedOutput], outdir: Path) -> list[Path]:
     axes[1].plot(ns, [thm41_lower(n, config.lb_m, config.lb_n_K) for n in ns], "k--", label="Thm 4.1 bound")
     axes[1].set(xlabel="n", ylabel="queries", title=f"Thm 4.1 family (m={config.lb_m}, K={config.lb_n_K})")
     axes[1].legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "queries_vs_n.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "queries_vs_n.png", dpi=120))
     # queries vs 1/eps
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
     for arm, col in zip(arms, ("C0", "C1", "C2"), strict=True):
@@ -578,11 +575,7 @@ def plot(config: Config, outputs: list[SeedOutput], outdir: Path) -> list[Path]:
     ax.set(xscale="log", xlabel="1/eps = K", ylabel="queries",
            title=f"Thm 4.1 family (n={config.lb_K_n}, m={config.lb_m})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "queries_vs_precision.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "queries_vs_precision.png", dpi=120))
     # advice
     fig, ax = plt.subplots(figsize=(6, 3.5))
     adv_arms = sorted({r["arm"] for r in rec if r["family"] == "advice"})
@@ -590,9 +583,5 @@ def plot(config: Config, outputs: list[SeedOutput], outdir: Path) -> list[Path]:
     ax.bar(range(len(adv_arms)), qs)
     ax.set_xticks(range(len(adv_arms)), adv_arms, rotation=45, ha="right", fontsize=7)
     ax.set(ylabel="queries", title="advice quality (planted advice instance)")
-    fig.tight_layout()
-    p = outdir / "advice.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "advice.png", dpi=120))
     return paths

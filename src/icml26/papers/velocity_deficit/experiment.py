@@ -54,6 +54,7 @@ from icml26.harness import (
     all_of,
     paired_improvement,
 )
+from icml26.harness.plots import save_figure
 
 from .diagnostics import tune_ssc, velocity_magnitude_profile
 from .mafm import MAFMLoss
@@ -508,11 +509,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_ylabel("speed")
         ax.set_title(title)
         ax.legend(fontsize=6)
-    fig.tight_layout()
-    p = outdir / "deficit.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "deficit.png", dpi=120))
 
     fig, ax = plt.subplots(figsize=(4.5, 3.4))
     nfes = np.asarray(ex["nfe_curve"]["digits"]["nfe"])
@@ -534,11 +531,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     ax.set_ylabel("classifier-FID (digits)")
     ax.set_title(f"SSC (tuned at NFE={config.nfe_low}) vs Euler/Heun", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = outdir / "nfe.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "nfe.png", dpi=120))
 
     fig, axes = plt.subplots(3, 16, figsize=(8, 1.8))
     for r, (name, xs) in enumerate(ex["samples"].items()):
@@ -546,8 +539,5 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
             axes[r, j].imshow(np.asarray(xs[j]).reshape(8, 8), cmap="gray_r", vmin=-1, vmax=1)
             axes[r, j].axis("off")
         axes[r, 0].set_title(name, fontsize=6, loc="left")
-    p = outdir / "samples.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    paths.append(save_figure(fig, outdir / "samples.png", dpi=120))
     return paths
