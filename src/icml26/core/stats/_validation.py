@@ -6,6 +6,8 @@ import numbers
 
 import numpy as np
 
+from icml26.core.validation import check_positive_int  # noqa: F401  (re-exported)
+
 
 def as_samples(X, name: str = "X", *, min_samples: int = 2) -> np.ndarray:
     """Return ``X`` as a finite float64 array of shape (n, d).
@@ -58,15 +60,6 @@ def check_probability(value, name: str = "alpha", *, low_open: bool = True, high
         lo, hi = ("(" if low_open else "["), (")" if high_open else "]")
         raise ValueError(f"{name} must lie in {lo}0, 1{hi}, got {value}")
     return value
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """Check that ``value`` is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def check_square_gram(K, name: str = "K") -> np.ndarray:

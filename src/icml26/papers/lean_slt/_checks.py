@@ -2,35 +2,26 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from icml26.core.validation import check_positive, check_positive_int
+
 
 def positive(name: str, value: Any, *, allow_inf: bool = False) -> float:
     """Return ``value`` as a float, raising unless it is a real number > 0."""
-    v = _real(name, value)
-    if not (v > 0) or (math.isinf(v) and not allow_inf):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
+    return check_positive(value, name, allow_inf=allow_inf)
 
 
 def nonnegative(name: str, value: Any) -> float:
     """Return ``value`` as a float, raising unless it is a finite real number >= 0."""
-    v = _real(name, value)
-    if not (v >= 0) or math.isinf(v):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
+    return check_positive(value, name, allow_zero=True)
 
 
 def positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
     """Return ``value`` as an int, raising unless it is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_positive_int(value, name, minimum=minimum)
 
 
 def finite_array(name: str, value: Any, *, ndim: int | None = None, nonempty: bool = True) -> np.ndarray:
@@ -46,12 +37,3 @@ def finite_array(name: str, value: Any, *, ndim: int | None = None, nonempty: bo
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
-
-
-def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v

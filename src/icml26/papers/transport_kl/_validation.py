@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml26.core.validation import check_positive as _check_positive
+
 _SYM_RTOL = 1e-8
 
 
@@ -91,9 +93,4 @@ def check_gamma(gamma) -> float:
 
 def check_positive(x, name: str, *, allow_zero: bool = False) -> float:
     """A finite real number > 0 (``allow_zero``: >= 0)."""
-    if isinstance(x, bool) or not isinstance(x, int | float | np.floating | np.integer):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if not np.isfinite(v) or v < 0.0 or (v == 0.0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, got {x}")
-    return v
+    return _check_positive(x, name, allow_zero=allow_zero)
