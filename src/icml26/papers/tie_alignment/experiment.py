@@ -146,18 +146,25 @@ def run(config: Config, seed: int) -> SeedOutput:
         metrics.update(run_lm_tier(c, seed))
 
     extras: dict = {}
-    if c.sweep:  # where does "silent small beats forced large" hold? (reward gap, RK - DPO)
-        grid = np.zeros((len(c.sweep_resolution), len(c.sweep_large_noise)))
+    if c.sweep:
+        # Where does each claim hold? Small-silent labelers over resolutions (DPO-RK and drop-ties
+        # DPO on the same labels), large-forced labelers over noise levels (DPO).
+        pairs = (prompts, first, second)
+        silent, drop = [], []
+        for i, res in enumerate(c.sweep_resolution):
+            lab_s = SimulatedLabeler(c.small_noise, res).annotate(r1, r2, np.random.default_rng([seed, 200, i]))
+            silent.append(_train(bench, pairs, lab_s, c, "rao_kupper", "model", 0.0, seed))
+            drop.append(_train(bench, pairs, lab_s, c, "sigmoid", "drop", 0.0, seed))
+        forced = []
         for j, noise in enumerate(c.sweep_large_noise):
             lab = SimulatedLabeler(noise).annotate(r1, r2, np.random.default_rng([seed, 100, j]))
-            forced = _train(bench, (prompts, first, second), lab, c, "sigmoid", "drop", 0.0, seed)
-            for i, res in enumerate(c.sweep_resolution):
-                lab_s = SimulatedLabeler(c.small_noise, res).annotate(
-                    r1, r2, np.random.default_rng([seed, 200, i]))
-                silent = _train(bench, (prompts, first, second), lab_s, c, "rao_kupper", "model",
-                                0.0, seed)
-                grid[i, j] = silent["reward"] - forced["reward"]
-        extras["sweep_reward_gap"] = grid.tolist()
+            forced.append(_train(bench, pairs, lab, c, "sigmoid", "drop", 0.0, seed))
+        # claim 2: reward(RK, small-silent at resolution i) - reward(DPO, large-forced at noise j)
+        extras["sweep_reward_gap"] = [[s_["reward"] - f["reward"] for f in forced] for s_ in silent]
+        # claim 3: RK vs drop-ties on the same silent labels; claim 4: KL(RK) - KL(DPO, small-forced)
+        extras["sweep_vs_drop_reward_gap"] = [s_["reward"] - d["reward"] for s_, d in zip(silent, drop, strict=True)]
+        extras["sweep_vs_drop_kl_gap"] = [s_["kl"] - d["kl"] for s_, d in zip(silent, drop, strict=True)]
+        extras["sweep_kl_gap_vs_small_forced"] = [s_["kl"] - metrics["dpo_small_forced"]["kl"] for s_ in silent]
     return SeedOutput(metrics=metrics, extras=extras)
 
 
@@ -329,4 +336,17 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_title("reward(RK, small-silent) - reward(DPO, large-forced)", fontsize=9)
         fig.colorbar(im)
         paths.append(save_figure(fig, outdir / "sweep_reward_gap.png", dpi=120))
+        res = config.sweep_resolution
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        for key, label in (("sweep_vs_drop_reward_gap", "reward: RK - drop-ties (claim 3)"),
+                           ("sweep_vs_drop_kl_gap", "KL: RK - drop-ties (claim 3)"),
+                           ("sweep_kl_gap_vs_small_forced", "KL: RK - DPO small-forced (claim 4)")):
+            v = np.array([o.extras[key] for o in outputs])
+            ax.errorbar(res, v.mean(0), yerr=v.std(0), marker="o", capsize=3, label=label)
+        ax.axhline(0.0, color="grey", lw=0.8)
+        ax.set_xlabel("small silent labeler's resolution")
+        ax.set_ylabel("gap (mean ± sd over seeds)")
+        ax.set_title("tie_alignment Tier A: claims 3-4 across resolutions", fontsize=9)
+        ax.legend(fontsize=7)
+        paths.append(save_figure(fig, outdir / "sweep_resolution.png", dpi=120))
     return paths
