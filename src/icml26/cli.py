@@ -240,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UnknownPaperError, ConfigError, NotImplementedError, FileNotFoundError) as exc:
         print(f"icml26: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
