@@ -41,6 +41,26 @@ class SymbolTask:
     def prompts(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, self.n_symbols, size=(n, self.prompt_len))
 
+    def split_prompts(self, n_train: int, n_eval: int, rng: np.random.Generator,
+                      eval_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+        """Training and evaluation prompts whose reward-determining prefixes are disjoint.
+
+        The reward depends on the first ``response_len`` prompt symbols only; a random
+        ``eval_fraction`` of those prefixes is reserved for evaluation, so the trained policy is
+        judged on prompts it never saw a preference pair for.
+        """
+        if not 0.0 < eval_fraction < 1.0:
+            raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
+        prefixes = rng.permutation(self.responses)  # every possible reward-determining prefix
+        n_eval_prefixes = max(1, int(round(eval_fraction * len(prefixes))))
+        pools = prefixes[n_eval_prefixes:], prefixes[:n_eval_prefixes]
+        out = []
+        for pool, n in zip(pools, (n_train, n_eval), strict=True):
+            head = pool[rng.integers(0, len(pool), size=n)]
+            tail = rng.integers(0, self.n_symbols, size=(n, self.prompt_len - self.response_len))
+            out.append(np.concatenate([head, tail], axis=1))
+        return out[0], out[1]
+
     def targets(self, prompts: np.ndarray) -> np.ndarray:
         i = np.arange(self.response_len)
         return (prompts[:, : self.response_len] + i) % self.n_symbols
