@@ -345,3 +345,17 @@ def test_bad_inputs(digits, fitted):
         fitted.evaluate(Xte.view(-1, 64), yte)
     with pytest.raises(ValueError, match="2-D"):
         exact_ar_grid(model, Xte, yte, 0.1)
+
+
+def test_pgd_moves_pixels_at_the_edge_of_the_range():
+    """Pixels at 0 that the random start pushes below 0 must not freeze behind the clamp."""
+    from icml26.papers.nppr.robustness import pgd_attack
+
+    X = torch.zeros(8, 16)
+    y = torch.zeros(8, dtype=torch.long)
+    # class 1's logit grows with every pixel: the loss of label 0 increases with +x everywhere
+    clf = torch.nn.Linear(16, 2, bias=False)
+    with torch.no_grad():
+        clf.weight.copy_(torch.stack([torch.zeros(16), torch.ones(16)]))
+    adv = pgd_attack(clf, X, y, eps=0.1, steps=10, backend="internal", seed=0)
+    assert torch.allclose(adv, torch.full_like(X, 0.1))

@@ -357,25 +357,28 @@ def pgd_attack(classifier: Callable, X: torch.Tensor, y: torch.Tensor, eps: floa
         return torchattacks.PGD(classifier, eps=eps, alpha=alpha, steps=steps,
                                 random_start=random_start)(X, y)
     gen = torch.Generator().manual_seed(int(seed))
+
+    def feasible(d: torch.Tensor) -> torch.Tensor:
+        # keep X + delta inside the data range after every step (as torchattacks does): a pixel
+        # pushed outside would sit behind the clamp with zero gradient and never move again
+        d = _project(d, eps, norm)
+        return d if clip_range is None else (X + d).clamp(*clip_range) - X
+
     if random_start:
-        delta = (torch.rand(X.shape, generator=gen) * 2 - 1) * eps
-        delta = _project(delta, eps, norm)
+        delta = feasible((torch.rand(X.shape, generator=gen) * 2 - 1) * eps)
     else:
         delta = torch.zeros_like(X)
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
     for _ in range(steps):
         delta.requires_grad_(True)
-        xa = X + delta
-        if clip_range is not None:
-            xa = xa.clamp(*clip_range)
-        (grad,) = torch.autograd.grad(loss_fn(classifier(xa), y), delta)
+        (grad,) = torch.autograd.grad(loss_fn(classifier(X + delta), y), delta)
         with torch.no_grad():
             if norm == "linf":
                 step = alpha * grad.sign()
             else:
                 g = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *[1] * (X.ndim - 1))
                 step = alpha * grad / g
-            delta = _project(delta + step, eps, norm)
+            delta = feasible(delta + step)
     xa = (X + delta).detach()
     return xa.clamp(*clip_range) if clip_range is not None else xa
 
