@@ -126,9 +126,9 @@ def test_exact_feedback_reproduces_master_weight_trajectory(which):
     a, b = _mlp(), _mlp()
     qa = [a[0].weight, a[2].weight]
     if which == "sgd":
-        base = torch.optim.SGD(a.parameters(), lr=0.05, momentum=0.9)
+        base = torch.optim.SGD(a.parameters(), lr=0.05, momentum=0.9, weight_decay=0.01)
         ours = ECOSGD(eco_param_groups(b, FP8, exclude=()), lr=0.05, momentum=0.9, rounding="nearest",
-                      exact_feedback=True)
+                      exact_feedback=True, weight_decay=0.01)
     else:
         base = torch.optim.AdamW(a.parameters(), lr=3e-3, weight_decay=0.01, foreach=False)
         ours = ECOAdamW(eco_param_groups(b, FP8, exclude=()), lr=3e-3, weight_decay=0.01,

@@ -265,7 +265,11 @@ class ECOSGD(_QuantizedWeightOptimizer):
                 state = self.state[p]
                 theta = self._theta_hat(p) if quantized else p
                 if group["weight_decay"]:
-                    g = g.add(theta, alpha=group["weight_decay"])
+                    # coupled decay acts on the weight the run tracks: with exact feedback that is
+                    # the master iterate theta_hat + e (so the ablation matches the master run)
+                    prev_err = state.get("error") if group["exact_feedback"] else None
+                    decayed = theta if prev_err is None else theta + prev_err
+                    g = g.add(decayed, alpha=group["weight_decay"])
                 first = False
                 if beta:
                     buf = state.get("momentum_buffer")
