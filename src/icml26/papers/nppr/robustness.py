@@ -412,6 +412,8 @@ def exact_ar_grid(classifier: Callable, X, y, eps: float, grid: int = 201,
     """
     eps = _check_eps(eps)
     grid = _check_n(grid, "grid")
+    if grid < 2:
+        raise ValueError(f"grid must be >= 2 (a 1-point lattice checks only one corner), got {grid}")
     X, y = as_inputs(X, y)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"exact_ar_grid needs 2-D points of shape (N, 2), got {tuple(X.shape)}")
