@@ -14,6 +14,7 @@ Exit status: 0 when every run completed (whatever the verdicts); 1 when a paper'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -159,7 +160,8 @@ class _RichProgress:
         if self._progress is None:
             def plain(msg: str, i: int, n: int) -> None:
                 if msg != "done":
-                    print(f"[{slug}] {msg} ({i + 1}/{n})", file=sys.stderr, flush=True)
+                    with contextlib.suppress(OSError):  # a closed pipe must not stop the run
+                        print(f"[{slug}] {msg} ({i + 1}/{n})", file=sys.stderr, flush=True)
             return plain
         task = self._progress.add_task(slug, total=None)
 

@@ -87,6 +87,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
         atomic_write_json(path, {"a": float("nan")})  # allow_nan=False raises mid-write
     assert json.loads(path.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+    assert path.stat().st_mode & 0o044, "results must be readable like any written file"
 
 
 def test_error_is_isolated_and_recorded(tmp_path):

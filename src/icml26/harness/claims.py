@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ._json import to_jsonable
+
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
@@ -96,12 +98,12 @@ def judge(claim: Claim, metrics: Metrics, config: Any) -> dict[str, Any]:
         "rule": claim.rule,
         "verdict": decision.verdict,
         "ours": decision.ours,
-        "evidence": _jsonable(decision.evidence),
+        "evidence": to_jsonable(decision.evidence),
         "negative_control": {
             "description": claim.control_description,
             "verdict": control.verdict,
             "ours": control.ours,
-            "evidence": _jsonable(control.evidence),
+            "evidence": to_jsonable(control.evidence),
             # the control must not pass: if it does, the claim's check is powerless
             "passes": control.verdict != REPRODUCED,
         },
@@ -190,19 +192,3 @@ def all_of(*decisions: Decision, ours: str | None = None) -> Decision:
         verdict = INCONCLUSIVE
     evidence = {f"part{i}": {"verdict": d.verdict, **d.evidence} for i, d in enumerate(decisions)}
     return Decision(verdict, ours if ours is not None else "; ".join(d.ours for d in decisions), evidence)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, int | str | bool) or value is None:
-        return value
-    return repr(value)

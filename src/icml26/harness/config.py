@@ -13,6 +13,8 @@ import types
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
+from ._json import to_jsonable
+
 PROFILES: tuple[str, ...] = ("smoke", "quick", "full")
 BUDGET_S: dict[str, float] = {"smoke": 15.0, "quick": 180.0, "full": 1800.0}
 
@@ -70,7 +72,7 @@ class ExperimentConfig:
         return BUDGET_S.get(self.profile, BUDGET_S["full"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: to_jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def with_overrides(self, overrides: dict[str, str] | list[str] | None) -> ExperimentConfig:
         """Return a copy with ``key=value`` overrides parsed against the field types."""
@@ -153,13 +155,3 @@ def parse_value(raw: str, tp: Any) -> Any:
     if tp is str:
         return raw
     raise TypeError(f"cannot parse a value of type {tp!r} from the command line")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, float | int | str | bool) or value is None:
-        return value
-    return repr(value)

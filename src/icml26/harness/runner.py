@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._json import to_jsonable
 from .claims import judge
 from .config import ExperimentConfig
 from .registry import get_paper
@@ -140,29 +141,11 @@ def run_paper(
     experiment = info.experiment()
     config = build_config(experiment, profile, overrides, seeds)
     outdir = Path(out) / slug / config.profile
-    result: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "paper": slug,
-        "title": info.title,
-        "arxiv": info.arxiv,
-        "profile": config.profile,
-        "seeds": list(config.seeds),
-        "status": "ok",
-        "runtime_s": 0.0,
-        "budget_s": config.budget_s,
-        "over_budget": False,
-        "started_at": datetime.now(UTC).isoformat(),
-        "versions": library_versions(),
-        "git": git_revision(),
-        "platform": platform_info(),
-        "config": config.to_dict(),
-        "metrics": {},
-        "claims": [],
-        "extras": [],
-        "plots": [],
-        "warnings": [],
-    }
+    result = _new_result(slug, config.profile, list(config.seeds), config.to_dict())
+    result.update({"title": info.title, "arxiv": info.arxiv, "budget_s": config.budget_s,
+                   "over_budget": False, "platform": platform_info()})
     start = time.perf_counter()
+    done: list[int] = []
     try:
         metrics, outputs, done = run_experiment(experiment, config, progress=progress)
         result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
@@ -178,7 +161,7 @@ def run_paper(
     except Exception:
         result["status"] = "error"
         result["error"] = traceback.format_exc()
-        result["seeds"] = list(locals().get("done", []) or [])
+        result["seeds"] = list(done)
         result["metrics"] = {}
         result["claims"] = []
     result["runtime_s"] = round(time.perf_counter() - start, 3)
@@ -188,7 +171,7 @@ def run_paper(
                f"{config.budget_s:.0f} s budget")
         result["warnings"].append(msg)
         print(f"warning: {msg}", file=sys.stderr)
-    result["extras"] = _json_safe(result["extras"])
+    result["extras"] = to_jsonable(result["extras"])
     validate_result(result)
     write_result(result, outdir)
     return result
@@ -236,17 +219,17 @@ def _run_isolated(slug: str, profile: str, seeds: Sequence[int] | None,
         return run_paper(slug, profile, seeds=seeds, overrides=overrides, out=out,
                          progress=progress)
     except Exception:
-        result = {
-            "schema_version": SCHEMA_VERSION, "paper": slug, "profile": profile, "seeds": [],
-            "status": "error", "runtime_s": 0.0, "versions": library_versions(),
-            "git": git_revision(), "config": {}, "metrics": {}, "claims": [],
-            "error": traceback.format_exc(),
-        }
+        result = _new_result(slug, profile, [], {})
+        result.update(status="error", error=traceback.format_exc())
         write_result(result, Path(out) / slug / profile)
         return result
 
 
-def _json_safe(value: Any) -> Any:
-    from .claims import _jsonable
-
-    return _jsonable(value)
+def _new_result(slug: str, profile: str, seeds: list[int], config: dict[str, Any]) -> dict[str, Any]:
+    """The keys every result file carries, before anything is measured."""
+    return {
+        "schema_version": SCHEMA_VERSION, "paper": slug, "profile": profile, "seeds": seeds,
+        "status": "ok", "runtime_s": 0.0, "started_at": datetime.now(UTC).isoformat(),
+        "versions": library_versions(), "git": git_revision(), "config": config,
+        "metrics": {}, "claims": [], "extras": [], "plots": [], "warnings": [],
+    }
