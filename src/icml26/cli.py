@@ -84,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
                             description="Write DIR/REPORT.md and DIR/report.html from the latest results.")
     report.add_argument("--results", default="results", help="results folder (default: results/)")
     report.add_argument("--profile", default=None, choices=PROFILES, help="only this profile")
+    report.add_argument("--readme", action="store_true",
+                        help="also merge the latest results (of --profile, default quick) into "
+                             "docs/results/PROFILE.json and regenerate the README tables from it "
+                             "(run from the repository root)")
     return p
 
 
@@ -251,6 +255,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no results folder {args.results!r}; run `icml26 reproduce` first")
     md, html_path = write_report(args.results, args.profile)
     print(f"report: {md} and {html_path}")
+    if args.readme:
+        from .harness.readme import update_from_results
+
+        if not Path("README.md").is_file():
+            raise FileNotFoundError("--readme rewrites ./README.md: run it from the repository root")
+        summary, changed = update_from_results(args.results, ".", args.profile or "quick")
+        print(f"summary: {summary}; README tables rewritten: {[str(c) for c in changed] or 'none'}")
     return EXIT_OK
 
 
