@@ -63,6 +63,14 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--jobs", type=int, default=1,
                         help="papers to run in parallel processes (default 1)")
         sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
+        sp.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
+                        help="where training loops run (default: each config's, cpu); a GPU "
+                             "changes the numbers, not the code")
+        sp.add_argument("--executor", default="local", choices=("local", "ray"),
+                        help="local (in process / --jobs N processes) or ray: one Ray task per "
+                             "(paper, seed); needs icml26[ray]")
+        sp.add_argument("--address", default=None,
+                        help="Ray cluster address (auto, ray://host:port); default: a local Ray")
         sp.add_argument("--resume", action="store_true",
                         help="reuse the seeds an earlier run of the same config completed "
                              "(checkpoints under OUT/SLUG/PROFILE/.seeds/)")
@@ -189,7 +197,7 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     with _RichProgress(not args.no_progress) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
-                           resume=args.resume)
+                           resume=args.resume, executor=args.executor, address=args.address)
     code = EXIT_OK
     for res in results:
         if res["status"] == "error":
@@ -230,6 +238,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _run(slugs, args, write_report=False)
 
 
+def _device_override(args: argparse.Namespace) -> None:
+    if getattr(args, "device", None):
+        args.overrides = [*args.overrides, f"device={args.device}"]
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     slugs = args.slugs or [p.slug for p in implemented_papers()]
     _check_runnable(slugs, args)
@@ -240,6 +253,7 @@ def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
     """Usage errors surface before anything runs: unknown slug, not implemented, bad --set."""
     from .harness.runner import build_config, route_overrides
 
+    _device_override(args)
     for slug in slugs:
         if not get_paper(slug).implemented:
             raise NotImplementedError(f"paper {slug!r} is not implemented yet")
