@@ -155,38 +155,72 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 class _RichProgress:
-    """Progress bars over seeds (one task per paper) on stderr."""
+    """Progress on stderr: papers done/total, the current paper's seed and phase, elapsed and
+    estimated time (rich bars on a TTY, plain timestamped lines otherwise)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
+    def __init__(self, enabled: bool, n_papers: int = 1) -> None:
+        self.tty = enabled and sys.stderr.isatty()
+        self.enabled = enabled
+        self.n_papers = n_papers
         self._progress = None
+        self._overall = None
+        self._done: set[str] = set()
+        self._t0 = 0.0
 
     def __enter__(self) -> _RichProgress:
-        if self.enabled:
+        import time
+
+        self._t0 = time.monotonic()
+        if self.tty:
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                      TextColumn("{task.completed}/{task.total} seeds"),
-                                      TimeElapsedColumn(), console=Console(stderr=True))
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("eta"), TimeRemainingColumn(),
+                                      console=Console(stderr=True))
             self._progress.__enter__()
+            self._overall = self._progress.add_task("papers", total=self.n_papers)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
             self._progress.__exit__(*exc)
 
+    def _paper_done(self, slug: str) -> None:
+        if slug not in self._done:
+            self._done.add(slug)
+            if self._progress is not None:
+                self._progress.update(self._overall, completed=len(self._done))
+
     def factory(self, slug: str):
+        import time
+
+        if not self.enabled:
+            return None
         if self._progress is None:
             def plain(msg: str, i: int, n: int) -> None:
-                if msg != "done":
-                    with contextlib.suppress(OSError):  # a closed pipe must not stop the run
-                        print(f"[{slug}] {msg} ({i + 1}/{n})", file=sys.stderr, flush=True)
+                if msg == "done":
+                    self._paper_done(slug)
+                elapsed = time.monotonic() - self._t0
+                papers = f"paper {len(self._done) + (msg != 'done')}/{self.n_papers}"
+                with contextlib.suppress(OSError):  # a closed pipe must not stop the run
+                    print(f"[{elapsed:7.1f} s] {papers} {slug}: {msg} ({min(i + 1, n)}/{n} seeds)",
+                          file=sys.stderr, flush=True)
             return plain
         task = self._progress.add_task(slug, total=None)
 
         def update(msg: str, i: int, n: int) -> None:
-            self._progress.update(task, total=n, completed=i, description=f"{slug}: {msg}")
+            self._progress.update(task, total=n, completed=i, description=f"  {slug}: {msg}")
+            if msg == "done":
+                self._paper_done(slug)
         return update
 
 
@@ -194,7 +228,7 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     from .harness.report import control_flag
     from .harness.runner import run_many
 
-    with _RichProgress(not args.no_progress) as bars:
+    with _RichProgress(not args.no_progress, len(slugs)) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
                            resume=args.resume, executor=args.executor, address=args.address)

@@ -169,7 +169,7 @@ def run_experiment(
         outputs.append(out)
         done.append(seed)
     if progress:
-        progress("done", len(config.seeds), len(config.seeds))
+        progress("judging claims and plotting", len(config.seeds), len(config.seeds))
     return aggregate(outputs), outputs, done
 
 
@@ -273,6 +273,8 @@ def run_paper(
     result["extras"] = to_jsonable(result["extras"])
     validate_result(result)
     write_result(result, outdir)
+    if progress:
+        progress("done", len(config.seeds), len(config.seeds))
     return result
 
 
