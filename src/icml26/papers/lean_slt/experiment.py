@@ -423,8 +423,9 @@ _HEADLINE = (
         id="least_squares",
         statement="Least squares on a linear class has mean error σ²·rank/n on a rank-deficient design "
                   "(T25's rate in r, not d); the slack of the formal constants is measured, not judged "
-                  "(formal δ* vs exact δ*, formal radius vs mean error; T21's failure rate ~1e-9 cannot be "
-                  "resolved by Monte Carlo — the exact T21/T25 rows are the tests)",
+                  "(formal δ* vs exact δ*, formal radius vs mean error). T21's stated failure probability at "
+                  "t = δ* (≈ 1e-4 here) and its exact value (≈ 1e-60) are beyond what Monte Carlo resolves: "
+                  "the exact T21/T25 rows are the tests of those statements",
         paper_value="T21/T25: P(‖f̂−f*‖² <= 16tδ*) >= 1−exp(−ntδ*/2σ²); C1 = 1,179,648, C2 = 36,864",
         metric="mean ‖f̂ − f*‖_n² ÷ (σ² r/n), r = rank of the rank-deficient design",
         scale="n = 200, d = 10, rank 5 vs full rank, σ = 1, Gaussian design, exact LSE per noise draw",
