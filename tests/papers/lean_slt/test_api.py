@@ -233,8 +233,11 @@ def test_linear_complexity_critical_radius_and_master_bound():
     assert exact == pytest.approx(2 * 1.3 * stats.chi.mean(d) / math.sqrt(n))
     numeric = L.critical_radius(lambda dl: L.linear_class_complexity(X, dl), 1.3)
     assert numeric == pytest.approx(exact, rel=1e-10)
-    r2, p = L.master_error_bound(2 * exact, exact, n, 1.3)
+    r2, p, log_fail = L.master_error_bound(2 * exact, exact, n, 1.3)
     assert r2 == pytest.approx(32 * exact**2) and p == pytest.approx(1 - math.exp(-n * 2 * exact**2 / (2 * 1.3**2)))
+    assert log_fail == pytest.approx(-n * 2 * exact**2 / (2 * 1.3**2))
+    tiny = L.master_error_bound(50.0, 1.0, 100, 1.0)  # failure e^{-2500}: kept in log space
+    assert tiny.probability == 1.0 and tiny.log_failure == pytest.approx(-2500.0)
     assert L.formal_linear_critical_radius(1.0, 10, 200) == pytest.approx(192 * math.sqrt(2) * math.sqrt(10 / 200))
     assert L.FORMAL_LINEAR_C1 == pytest.approx(1_179_648) and L.FORMAL_LINEAR_C2 == pytest.approx(36_864)
 
@@ -283,15 +286,17 @@ def test_l1_lse_sklearn_conventions():
 
 
 def test_catalogue_entries_and_describe():
-    assert list(L.THEOREMS) == [f"T{i:02d}" for i in range(1, 24)]
+    assert list(L.THEOREMS) == [f"T{i:02d}" for i in range(1, 26)]
     for spec in L.THEOREMS.values():
         assert spec.lean_name and spec.lean_file.endswith(".lean") and spec.kind in {"exact", "mc"}
-        assert spec.control_description
+        assert spec.control_description and spec.detects and spec.cannot_detect
+    assert {k for k, s in L.THEOREMS.items() if not s.can_fail} == {"T02"}
     text = experiment.describe()
     assert "dudley" in text and "nothing here machine-checks Lean" in text
 
 
-@pytest.mark.parametrize("key", ["T01", "T04", "T08", "T13", "T17", "T20", "T21", "T22", "T23"])
+@pytest.mark.parametrize("key", ["T01", "T02", "T04", "T08", "T13", "T17", "T20", "T21", "T22", "T23", "T24",
+                                 "T25"])
 def test_cheap_checks_pass_and_controls_fail(key):
     rng = np.random.default_rng(10)
     res = L.THEOREMS[key].check(rng, 500)
@@ -310,9 +315,7 @@ def test_compare_flags_a_false_statement():
 
 def test_gaussian_poincare_integrals_are_accurate():
     # f(x) = x (not compactly supported, but a check of the quadrature helper): Var = E f'^2 = 1
-    from icml26.papers.lean_slt.catalogue import _gauss_moments
-
-    var, grad = _gauss_moments(lambda x: x, lambda x: 1.0, -12, 12)
+    var, grad = L.gaussian_poincare_sides(lambda x: x, lambda x: 1.0, (-12, 12))
     assert var == pytest.approx(1.0, abs=1e-10) and grad == pytest.approx(1.0, abs=1e-10)
 
 
@@ -329,6 +332,18 @@ def test_gaussian_poincare_integrals_are_accurate():
     lambda: L.dudley_bound(0.0, 1.0),
     lambda: L.dudley_integral(lambda e: 1.0, -1.0),
     lambda: L.dudley_integral(lambda e: math.inf, 1.0),
+    lambda: L.dudley_integral(lambda e: e**-4, 1.0),  # divergent: quad alone would return -1.0
+    lambda: L.dudley_integral(lambda e: e**-2, 1.0),  # √H = 1/ε: logarithmically divergent
+    lambda: L.one_step_discretization_rhs(-1.0, 1.0),
+    lambda: L.bad_event_probability_bound(0.0, 10, 1.0),
+    lambda: L.local_complexity_dudley_bound(math.inf, 10),
+    lambda: L.linear_minimax_rank_bound(1.0, 0, 10),
+    lambda: L.entropy_dual_objective_T(np.ones(4), np.zeros(4)),
+    lambda: L.entropy_dual_objective_T(np.ones(4), -np.ones(4)),
+    lambda: L.gaussian_poincare_sides(math.sin, math.cos, (1.0, -1.0)),
+    lambda: L.l1_constrained_path(np.ones((5, 2)), np.ones(4), [1.0]),
+    lambda: L.l1_constrained_path(np.ones((5, 2)), np.ones(5), [0.0]),
+    lambda: L.L1ConstrainedLeastSquares(solver="cd").fit(np.ones((5, 2)), np.ones(5)),
     lambda: L.finite_max_bound(1.0, 1.0, 1),
     lambda: L.small_ball_bound(-0.1, 3),
     lambda: L.gaussian_lipschitz_tail_bound(1.0, -1.0),
@@ -359,3 +374,76 @@ def test_bad_input_raises_value_error(call):
 def test_bad_types_raise_type_error(call):
     with pytest.raises(TypeError):
         call()
+
+
+# --------------------------------------------------------------------------- issue 21 additions
+
+
+def test_dudley_integral_convergent_cases_still_exact():
+    # √log(1/ε) on (0, 1]: ∫ = Γ(3/2) = √π/2
+    assert L.dudley_integral(lambda e: math.log(1 / e), 1.0) == pytest.approx(math.sqrt(math.pi) / 2, rel=1e-8)
+
+
+def test_l1_lse_warns_when_not_converged():
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 50)), rng.standard_normal(30)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        L.L1ConstrainedLeastSquares(radius=3.0, max_iter=3, tol=1e-12).fit(X, y)
+
+
+@pytest.mark.parametrize("d", [8, 60])
+def test_lars_path_solver_matches_fista(d):
+    rng = np.random.default_rng(d)
+    X, y = rng.standard_normal((40, d)), rng.standard_normal(40)
+    radii = [0.2, 1.0, 2.5]
+    path = L.l1_constrained_path(X, y, radii)
+    for R, coef in zip(radii, path, strict=True):
+        ref = L.L1ConstrainedLeastSquares(radius=R, max_iter=50000, tol=1e-13).fit(X, y).coef_
+        obj = lambda c: np.sum((y - X @ c) ** 2)  # noqa: E731
+        assert np.abs(coef).sum() <= R * (1 + 1e-9)
+        assert obj(coef) == pytest.approx(obj(ref), rel=1e-8)
+        lars = L.L1ConstrainedLeastSquares(radius=R, solver="lars").fit(X, y).coef_
+        assert np.allclose(lars, coef)
+
+
+def test_entropy_dual_T_attains_and_bounds():
+    rng = np.random.default_rng(3)
+    y = rng.exponential(size=(2,) * 5) + 0.01
+    ent = L.entropy(y)
+    assert L.entropy_dual_objective_T(y, y) == pytest.approx(ent, rel=1e-12)
+    assert L.entropy_dual_objective_T(y, 5.0 * y) == pytest.approx(ent, rel=1e-12)  # scale invariant
+    for _ in range(20):
+        assert L.entropy_dual_objective_T(y, rng.exponential(size=y.shape)) <= ent + 1e-12
+    t = np.ones_like(y)
+    t.flat[0] = 0.0
+    assert L.entropy_dual_objective_T(y, t) == -math.inf
+    y0 = y.copy()
+    y0.flat[0] = 0.0  # T = 0 where Y = 0 contributes 0, not −∞
+    assert math.isfinite(L.entropy_dual_objective_T(y0, np.where(y0 > 0, 1.0, 0.0)))
+
+
+def test_gaussian_sides_closed_forms():
+    # Poincaré sides for a bump: compare with Gauss–Hermite of the same smooth function (both exact)
+    var, energy = L.gaussian_poincare_sides(lambda x: math.exp(-x * x), lambda x: -2 * x * math.exp(-x * x),
+                                            (-12.0, 12.0))
+    m1, m2 = 1 / math.sqrt(3), 1 / math.sqrt(5)  # E e^{-X²}, E e^{-2X²}
+    assert var == pytest.approx(m2 - m1**2, rel=1e-9)
+    assert energy == pytest.approx(4 * (1 / 5) ** 1.5, rel=1e-9)  # E[4X² e^{-2X²}] = 4·5^{-3/2}
+    # LSI sides: g = exp(⟨a,x⟩/2) is the equality case Ent(g²) = 2 E‖∇g‖² = |a|²/2 · e^{|a|²}·…
+    a = np.array([0.4, -0.3])
+    ent, en = L.gaussian_lsi_sides(lambda X: np.exp(X @ a / 2), lambda X: np.exp(X @ a / 2)[:, None] * a / 2, 2)
+    assert ent == pytest.approx(2 * en, rel=1e-10)
+    assert en == pytest.approx(a @ a / 4 * math.exp(a @ a / 2), rel=1e-10)
+
+
+def test_config_bounds_and_extra_checks():
+    from icml26.harness import ConfigError
+
+    for bad in ({"sparse_folds": 1}, {"n_mc": 5}, {"sigma": 0.0}, {"ls_rank": 10}, {"sparse_ds": (100, 100, 400)},
+                {"sparse_s": 200}):
+        with pytest.raises(ConfigError):
+            experiment.Config(**bad)
+    for profile in ("smoke", "quick", "full"):
+        getattr(experiment.Config, profile)()

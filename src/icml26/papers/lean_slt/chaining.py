@@ -10,6 +10,7 @@ of ``s`` with ``diam(s) <= D`` (constant checked in ``SLT/Dudley.lean``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "expected_max_abs_gaussian",
     "l2_ball_entropy_integral_lower",
     "brownian_entropy_integral",
+    "one_step_discretization_rhs",
 ]
 
 DUDLEY_CONSTANT = 12.0 * math.sqrt(2.0)
@@ -60,8 +62,17 @@ def dudley_integral(log_cover_fn: Callable[[float], float], D: float, *, lower: 
         return math.sqrt(max(h, 0.0))
 
     pts = sorted(p for p in breakpoints if lower < p < D)
-    value, _ = integrate.quad(integrand, lower, D, points=pts or None, limit=500, epsabs=1e-12,
-                              epsrel=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", integrate.IntegrationWarning)
+        value, abserr, info, *msg = integrate.quad(integrand, lower, D, points=pts or None, limit=500,
+                                                   epsabs=1e-12, epsrel=1e-10, full_output=1)
+    ier = 0 if not msg else 1
+    suspicious = ier and (value < 0 or not math.isfinite(value) or abserr > 1e-6 * max(1.0, abs(value))
+                          or "divergent" in str(msg[0]))
+    if value < 0 or suspicious:
+        raise ValueError(f"the entropy integral over [{lower:.3g}, {D:.3g}] does not converge "
+                         f"(quadrature returned {value:.4g} ± {abserr:.2g}: {str(msg[0]).splitlines()[0] if msg else ''}); "
+                         "J(s, D) must be finite for Dudley's bound (Lean hypothesis `hfinite`)")
     return float(value)
 
 
@@ -78,6 +89,22 @@ def finite_max_bound(sigma: float, diam: float, card: int) -> float:
     sigma, diam = positive("sigma", sigma), positive("diam", diam)
     card = positive_int("card", card, minimum=2)
     return sigma * diam * math.sqrt(2.0 * math.log(card))
+
+
+def one_step_discretization_rhs(local_osc, net_max):
+    """Paper T17 (``one_step_discretization_bound``, ``SLT/TDudley.lean``): ``2·localOsc_δ + 2·max_u |X_u − X_u0|``.
+
+    The pathwise bound on the global oscillation ``sup_{x,y∈T} (X_x − X_y)`` when ``U ⊂ T`` is a finite
+    δ-net of ``T`` with centres in ``T`` and ``u0 ∈ U``. Arrays are accepted (one value per path).
+    """
+    local_osc = np.asarray(local_osc, dtype=float)
+    net_max = np.asarray(net_max, dtype=float)
+    if np.any(~np.isfinite(local_osc)) or np.any(~np.isfinite(net_max)):
+        raise ValueError("local_osc and net_max must be finite")
+    if np.any(local_osc < 0) or np.any(net_max < 0):
+        raise ValueError("oscillations are >= 0")
+    out = 2.0 * local_osc + 2.0 * net_max
+    return float(out) if out.ndim == 0 else out
 
 
 def expected_chi(r: int) -> float:

@@ -1,11 +1,15 @@
 """Reproduction for lean_slt (arXiv 2602.02285): the theorem catalogue checked numerically.
 
 The paper proves theorems in Lean; there is no training run to repeat and nothing here checks
-Lean. Per seed we (1) run every catalogue check (exact or Monte Carlo) with its negative control,
-(2) report Dudley's slack on several sets, (3) fit least squares on a linear class over many noise
-draws and compare the error with σ² r/n, the master error bound's coverage at the exact critical
-radius and the formal constants, and (4) compare the ℓ₁-constrained LSE with min-norm least squares
-as d grows (a textbook consequence: the repository has no end-to-end ℓ₁ rate theorem).
+Lean. Per seed we (1) run every catalogue row (exact or Monte Carlo) and its mutated statement, each
+as its own arm, (2) measure Dudley's slack on several sets, (3) fit least squares on a rank-deficient
+and a full-rank linear design over many noise draws (the error rate σ² rank/n, and the slack of the
+formal constants, measured), and (4) compare the ℓ₁-constrained LSE (radius by cross-validation)
+with ridge (λ by cross-validation, equal effort) as d grows over two orders of magnitude, with a
+dense-truth control (a textbook consequence: the repository has no end-to-end ℓ₁ rate theorem).
+
+Verdict wording: a row that holds is "numerically consistent on N instances" (the harness verdict
+``reproduced``), never "proved"; what each row can and cannot detect is in its claim statement.
 """
 
 from __future__ import annotations
@@ -15,337 +19,458 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from icml26.harness import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
+    ClaimArms,
     Decision,
     ExperimentConfig,
     SeedOutput,
+    all_of,
+    paired_improvement,
+    per_regime,
 )
 from icml26.harness.plots import save_figure
+from icml26.harness.tuning import TuningSpec, tune_arms
 
-from .catalogue import THEOREMS, catalogue_text, run_catalogue
-from .chaining import DUDLEY_CONSTANT
+from .catalogue import THEOREMS, catalogue_text, dudley_instances, run_catalogue
+from .chaining import dudley_bound
 from .least_squares import (
-    L1ConstrainedLeastSquares,
-    critical_radius,
     formal_linear_critical_radius,
-    linear_class_complexity,
+    l1_constrained_path,
     linear_critical_radius,
+    linear_minimax_rank_bound,
+    master_error_bound,
 )
+
+EXPONENT_LIMIT = 0.25
+"""The sparse rule rejects growth like d^a for a >= 0.25 (issue 21: √log d vs d^a must be separable)."""
 
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
-    """Sizes of the run. Least-squares defaults n = 200, d = 10, σ = 1 and the sparse setting
-    n = 100, s = 5, θ* entries ±1, d ∈ {200, 500, 2000} follow the brief's plan (the paper has no
-    experiments); ``n_mc`` is the Monte Carlo budget of the MC catalogue checks."""
+    """Sizes of the run. Least squares: n = 200, d = 10, σ = 1 (brief's plan; the paper has no
+    experiments), with a rank-``ls_rank`` design next to the full-rank one. Sparse regression: n = 100,
+    s = 5, θ* entries ±1 (brief's plan), d over two orders of magnitude (our choice, so that √log d
+    and d^0.25 are separable), ``sparse_folds``-fold CV over ``sparse_grid`` settings per arm.
+    ``n_mc`` is the Monte Carlo budget of the MC catalogue rows."""
 
-    n_mc: int = 200000
+    n_mc: int = 100000
     ls_n: int = 200
     ls_d: int = 10
+    ls_rank: int = 5
     ls_reps: int = 5000
     sigma: float = 1.0
     sparse_n: int = 100
-    sparse_ds: tuple[int, ...] = (200, 500, 2000)
+    sparse_ds: tuple[int, ...] = (100, 400, 1600, 6400)
     sparse_s: int = 5
-    sparse_max_iter: int = 3000
+    sparse_folds: int = 5
+    sparse_grid: int = 12
+
+    BOUNDS = {"n_mc": (100, None), "ls_n": (2, None), "ls_d": (1, None), "ls_rank": (1, None),
+              "ls_reps": (10, None), "sparse_n": (10, None), "sparse_ds": (1, None), "sparse_s": (1, None),
+              "sparse_folds": (2, 20), "sparse_grid": (3, 100)}
+
+    def extra_checks(self) -> None:
+        if not self.sigma > 0:
+            self.out_of_range("sigma", "a number > 0")
+        if self.ls_rank >= min(self.ls_n, self.ls_d):
+            self.out_of_range("ls_rank", f"an int below min(ls_n, ls_d) = {min(self.ls_n, self.ls_d)} "
+                                         "(the rank-deficient design)")
+        if len(set(self.sparse_ds)) < 3:
+            self.out_of_range("sparse_ds", "at least 3 distinct dimensions (the growth exponent is fitted)")
+        if self.sparse_s > min(self.sparse_ds):
+            self.out_of_range("sparse_s", f"an int <= min(sparse_ds) = {min(self.sparse_ds)}")
 
     @classmethod
     def smoke(cls):
-        return cls(seeds=(0,), n_mc=4000, ls_reps=400, sparse_ds=(200, 500), sparse_max_iter=800)
+        return cls(seeds=(0,), n_mc=4000, ls_reps=400, sparse_ds=(100, 400, 1600), sparse_folds=3,
+                   sparse_grid=6)
 
     @classmethod
     def quick(cls):
-        return cls(seeds=(0, 1, 2), n_mc=200000, ls_reps=5000)
+        return cls(seeds=(0, 1, 2))
 
     @classmethod
     def full(cls):
-        return cls(seeds=(0, 1, 2, 3, 4), n_mc=1000000, ls_reps=20000, sparse_ds=(200, 500, 2000, 5000),
-                   sparse_max_iter=6000)
+        return cls(seeds=(0, 1, 2, 3, 4), n_mc=1000000, ls_reps=20000, sparse_ds=(100, 400, 1600, 6400, 25600))
 
+
+# ---------------------------------------------------------------------------------------------
+# arms
+# ---------------------------------------------------------------------------------------------
 
 def _arm(key: str) -> str:
     return f"{key} {THEOREMS[key].lean_name}"
 
 
-def _least_squares(config: Config, rng: np.random.Generator) -> dict[str, dict[str, float]]:
-    n, d, sigma, reps = config.ls_n, config.ls_d, config.sigma, config.ls_reps
-    X = rng.standard_normal((n, d))
-    theta = rng.standard_normal(d)
+def _mutated(key: str) -> str:
+    return f"{key} {THEOREMS[key].lean_name} [mutated]"
+
+
+CAT_FORMAL, CAT_MUTATED = "catalogue: formal statements", "catalogue: mutated statements"
+DUDLEY, DUDLEY_CTRL = "Dudley bound 12√2·σ·J", "bound σ·J (constant 1)"
+LS_RANK, LS_FULL = "least squares, rank-deficient design", "least squares, full-rank design"
+L1, RIDGE, MIN_NORM = "ℓ₁-LSE (CV radius)", "ridge (CV λ)", "min-norm LS"
+L1_DENSE, RIDGE_DENSE = "ℓ₁-LSE (CV radius), dense θ*", "ridge (CV λ), dense θ*"
+
+
+def _row_metrics(res) -> dict[str, float]:
+    tight = min(res.tightness, 1e300)
+    return {
+        "violated": float(res.violated),
+        "max_excess": float(np.clip(res.max_excess, -1e6, 1e6)),
+        "log10_tightness": math.log10(tight) if tight > 0 else -300.0,
+        "exact": float(res.kind == "exact"),
+        "instances": float(res.n_instances),
+    }
+
+
+def _dudley(metrics) -> None:
+    for arm, const in ((DUDLEY, None), (DUDLEY_CTRL, 1.0)):
+        m = {}
+        for inst in dudley_instances():
+            bound = dudley_bound(1.0, inst["J_lower"]) if const is None else const * inst["J_lower"]
+            bound_up = dudley_bound(1.0, inst["J_upper"]) if const is None else const * inst["J_upper"]
+            m[f"slack_J_lower {inst['name']}"] = bound / inst["e_sup"]
+            m[f"slack_formal_cover {inst['name']}"] = bound_up / inst["e_sup"]
+        metrics[arm] = m
+
+
+def _least_squares_arm(X, theta, sigma, reps, rng, r_claim):
+    """Exact OLS over ``reps`` noise draws; error normalised by σ² r_claim/n, plus slack numbers."""
+    n, d = X.shape
     Y = (X @ theta)[:, None] + sigma * rng.standard_normal((n, reps))
-    theta_hat = np.linalg.lstsq(X, Y, rcond=None)[0]  # exact LSE per noise draw
-    err = np.mean((X @ (theta_hat - theta[:, None])) ** 2, axis=0)  # ‖f̂ − f*‖_n²
+    theta_hat = np.linalg.lstsq(X, Y, rcond=None)[0]  # an exact LSE per noise draw (min-norm when r < d)
+    err = np.mean((X @ theta_hat - (X @ theta)[:, None]) ** 2, axis=0)  # ‖f̂ − f*‖_n²
     r = int(np.linalg.matrix_rank(X))
     dstar = linear_critical_radius(X, sigma)
-    dstar_numeric = critical_radius(lambda dl: linear_class_complexity(X, dl), sigma)
-    dformal = formal_linear_critical_radius(sigma, d, n)
-    out = {"mean_err_ratio": float(err.mean() / (sigma**2 * r / n)), "reps": float(reps),
-           "delta_star": dstar, "delta_star_root_rel_err": abs(dstar_numeric - dstar) / dstar,
-           "delta_formal_over_exact": dformal / dstar}
-    for mult in (1, 2):
-        t = mult * dstar
-        out[f"coverage_t{mult}"] = float(np.mean(err <= 16 * t * dstar))
-        out[f"stated_t{mult}"] = -math.expm1(-n * t * dstar / (2 * sigma**2))
-    out["coverage_formal"] = float(np.mean(err <= 16 * dformal**2))
-    out["stated_formal"] = -math.expm1(-n * dformal**2 / (2 * sigma**2))
-    out["formal_radius_over_mean_err"] = float(16 * dformal**2 / err.mean())
-    control = {"coverage": float(np.mean(err <= sigma**2 * r / n)), "stated": -math.expm1(-float(r)),
-               "mean_err_ratio": out["mean_err_ratio"]}
-    return {"least_squares": out, "least_squares_control": control}
+    meb = master_error_bound(dstar, dstar, n, sigma)
+    formal_d = formal_linear_critical_radius(sigma, r, n)  # `linear_δ_star_rank` = 192√2 σ √(r/n)
+    rank_bound = linear_minimax_rank_bound(sigma, r, n)
+    misses = int(np.sum(err > meb.radius_sq))
+    true_fail = float(stats.chi2.logsf(meb.radius_sq * n / sigma**2, r))  # exact P(‖Δ‖² > 16δ*²)
+    return {
+        "err_over_rank_rate": float(err.mean() / (sigma**2 * r_claim / n)),
+        "rank": float(r),
+        "law_ks_pvalue": float(stats.kstest(err * n / sigma**2, "chi2", args=(r,)).pvalue),
+        "t21_misses_at_exact_dstar": float(misses),
+        "t21_stated_failure_log10": meb.log_failure / math.log(10),
+        "t21_exact_failure_log10": true_fail / math.log(10),
+        "formal_dstar_over_exact": formal_d / dstar,
+        "formal_radius_over_mean_err": 16 * formal_d**2 / float(err.mean()),
+        "rank_radius_over_mean_err": rank_bound.radius_sq / float(err.mean()),
+        "reps": float(reps),
+    }
 
 
-def _ridge_oracle_error(X, y, f_star) -> float:
-    U, s, _ = np.linalg.svd(X, full_matrices=False)
+def _least_squares(config: Config, rng: np.random.Generator, metrics) -> None:
+    n, d, r, sigma = config.ls_n, config.ls_d, config.ls_rank, config.sigma
+    X_rank = rng.standard_normal((n, r)) @ rng.standard_normal((r, d))
+    X_full = rng.standard_normal((n, d))
+    theta = rng.standard_normal(d)
+    metrics[LS_RANK] = _least_squares_arm(X_rank, theta, sigma, config.ls_reps, rng, r)
+    metrics[LS_FULL] = _least_squares_arm(X_full, theta, sigma, config.ls_reps, rng, r)
+
+
+def _ridge_path(X, y, lams):
+    """Ridge fits ``(XᵀX + λI)⁻¹Xᵀy`` for several λ (λ = 0: the min-norm least-squares solution)."""
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
     uty = U.T @ y
-    best = math.inf
-    for lam in np.logspace(-4, 3, 36) * X.shape[0]:
-        fit = U @ (s**2 / (s**2 + lam) * uty)
-        best = min(best, float(np.mean((fit - f_star) ** 2)))
-    return best
+    out = []
+    for lam in lams:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(s > 1e-10 * s[0], s / (s**2 + lam), 0.0)
+        out.append(Vt.T @ (w * uty))
+    return np.array(out)
 
 
-def _sparse(config: Config, rng: np.random.Generator) -> dict[str, dict[str, float]]:
+def _sparse_one(X, y, f_star, config, folds):
+    """CV-tuned ℓ₁-LSE and ridge on one data set (equal grid size and folds); test = ‖f̂ − f*‖_n²."""
+    n = X.shape[0]
+    g = config.sparse_grid
+    R_end = float(np.abs(l1_constrained_path(X, y, [1e12])[0]).sum())  # ℓ₁ norm at the path's end
+    radii = [math.inf] + list(R_end * np.logspace(0, -2.5, g - 1))  # ∞ = constraint off
+    lams = [0.0] + list(n * np.logspace(-3, 3, g - 1))  # 0 = penalty off (min-norm LS)
+
+    def cv_error(fit_all):
+        total = np.zeros(g)
+        for val in folds:
+            train = np.setdiff1d(np.arange(n), val)
+            coefs = fit_all(X[train], y[train])
+            total += np.mean((X[val] @ coefs.T - y[val][:, None]) ** 2, axis=0)
+        return total / len(folds)
+
+    l1_cv = cv_error(lambda A, b: l1_constrained_path(A, b, [min(r, 1e12) for r in radii]))
+    ridge_cv = cv_error(lambda A, b: _ridge_path(A, b, lams))
+    budget = {"cv_folds": len(folds), "grid": g}
+    tuned = tune_arms({
+        "l1": TuningSpec(grid=[{"radius": r} for r in radii], validate=lambda p: l1_cv[radii.index(p["radius"])],
+                         maximize=False, budget=budget),
+        "ridge": TuningSpec(grid=[{"lam": lam} for lam in lams], validate=lambda p: ridge_cv[lams.index(p["lam"])],
+                            maximize=False, budget=budget),
+    })
+    theta_l1 = l1_constrained_path(X, y, [min(tuned["l1"].chosen["radius"], 1e12)])[0]
+    theta_ridge = _ridge_path(X, y, [tuned["ridge"].chosen["lam"]])[0]
+    theta_mn = _ridge_path(X, y, [0.0])[0]
+    err = {k: float(np.mean((X @ th - f_star) ** 2))
+           for k, th in (("l1", theta_l1), ("ridge", theta_ridge), ("min_norm", theta_mn))}
+    return err, tuned, float(np.abs(theta_l1).sum())
+
+
+def _sparse(config: Config, rng: np.random.Generator, metrics, tuning) -> None:
     n, s, sigma = config.sparse_n, config.sparse_s, config.sigma
-    out = {}
-    for d in config.sparse_ds:
+    for arm in (L1, RIDGE, MIN_NORM, L1_DENSE, RIDGE_DENSE):
+        metrics[arm] = {}
+    for d in sorted(set(config.sparse_ds)):
         X = rng.standard_normal((n, d))
-        X *= math.sqrt(n) / np.linalg.norm(X, axis=0)  # ‖X_j‖₂ = √n
+        X *= math.sqrt(n) / np.linalg.norm(X, axis=0)  # ‖X_j‖₂ = √n (the Lean columnNormBound)
         theta = np.zeros(d)
         theta[rng.choice(d, s, replace=False)] = rng.choice([-1.0, 1.0], s)
-        f_star = X @ theta
-        y = f_star + sigma * rng.standard_normal(n)
-        R = float(np.abs(theta).sum())
-        l1 = L1ConstrainedLeastSquares(radius=R, max_iter=config.sparse_max_iter, tol=1e-10).fit(X, y)
-        theta_mn = np.linalg.pinv(X) @ y
-        ctrl = L1ConstrainedLeastSquares(radius=float(np.abs(theta_mn).sum()), max_iter=config.sparse_max_iter,
-                                         tol=1e-10).fit(X, y)
-        err_l1 = float(np.mean((X @ l1.coef_ - f_star) ** 2))
-        scale = sigma * R * math.sqrt(math.log(2 * d) / n)
-        out[f"sparse d={d}"] = {
-            "err_l1_lse": err_l1,
-            "err_min_norm": float(np.mean((X @ theta_mn - f_star) ** 2)),
-            "err_ridge_oracle": _ridge_oracle_error(X, y, f_star),
-            "err_l1_constraint_inactive": float(np.mean((X @ ctrl.coef_ - f_star) ** 2)),
-            "err_over_sigmaR_sqrt_logd_n": err_l1 / scale,
-            "slow_rate_bound_over_err": 2 * sigma * R * math.sqrt(2 * math.log(2 * d) / n) / err_l1,
-            "param_err_l1": float(np.sum((l1.coef_ - theta) ** 2)),
-            "param_err_min_norm": float(np.sum((theta_mn - theta) ** 2)),
-        }
-    return out
+        theta_dense = rng.choice([-1.0, 1.0], d) * math.sqrt(s / d)  # same ‖θ*‖₂, not sparse
+        noise = sigma * rng.standard_normal(n)
+        folds = np.array_split(rng.permutation(n), config.sparse_folds)
+        err, tuned, l1_norm = _sparse_one(X, X @ theta + noise, X @ theta, config, folds)
+        err_d, tuned_d, _ = _sparse_one(X, X @ theta_dense + noise, X @ theta_dense, config, folds)
+        key = f"err d={d}"
+        metrics[L1][key] = err["l1"]
+        metrics[RIDGE][key] = err["ridge"]
+        metrics[MIN_NORM][key] = err["min_norm"]
+        metrics[L1_DENSE][key] = err_d["l1"]
+        metrics[RIDGE_DENSE][key] = err_d["ridge"]
+        metrics[L1][f"cv_radius d={d}"] = l1_norm
+        metrics[L1][f"slow_rate_bound d={d}"] = 2 * sigma * float(np.abs(theta).sum()) * math.sqrt(2 * math.log(2 * d) / n)
+        tuning[f"{L1} @d={d}"] = tuned["l1"]
+        tuning[f"{RIDGE} @d={d}"] = tuned["ridge"]
+        tuning[f"{L1_DENSE} @d={d}"] = tuned_d["l1"]
+        tuning[f"{RIDGE_DENSE} @d={d}"] = tuned_d["ridge"]
 
 
 def run(config: Config, seed: int) -> SeedOutput:
     rng = np.random.default_rng(seed)
     metrics: dict[str, dict[str, float]] = {}
+    tuning: dict = {}
     table = []
-    results = run_catalogue(rng, config.n_mc)
-    for key, (chk, ctl) in results.items():
-        tight = min(chk.tightness, 1e300)
-        metrics[_arm(key)] = {
-            "violated": float(chk.violated),
-            "max_excess": float(np.clip(chk.max_excess, -1e6, 1e6)),
-            "log10_tightness": math.log10(tight) if tight > 0 else -300.0,
-            "exact": float(chk.kind == "exact"),
-            "control_violated": float(ctl.violated),
-            "instances": float(chk.n_instances),
-        }
-        table.append({"key": key, "lean_name": THEOREMS[key].lean_name, "status": chk.status,
-                      "tightness": tight, "max_excess": chk.max_excess,
-                      "control": "violated" if ctl.violated else "NOT violated (powerless)"})
-    dudley = results["T07"][0].detail
-    for name, e_sup, rhs, slack_up in zip(dudley["names"], dudley["lhs"], dudley["rhs"],
-                                          dudley["slack_formal_cover"], strict=True):
-        metrics[f"dudley {name}"] = {"e_sup": e_sup, "bound_J_lower": rhs, "slack_J_lower": rhs / e_sup,
-                                     "slack_formal_cover": slack_up,
-                                     "control_slack_J_lower": 0.5 / DUDLEY_CONSTANT * rhs / e_sup}
-    metrics.update(_least_squares(config, rng))
-    metrics.update(_sparse(config, rng))
-    return SeedOutput(metrics=metrics, extras={"catalogue": table})
+    with threadpool_limits(1):
+        results = run_catalogue(rng, config.n_mc)
+        for key, (chk, ctl) in results.items():
+            metrics[_arm(key)] = _row_metrics(chk)
+            metrics[_mutated(key)] = _row_metrics(ctl)
+            table.append({"key": key, "lean_name": THEOREMS[key].lean_name, "result": chk.verdict_text,
+                          "tightness": min(chk.tightness, 1e300), "max_excess": chk.max_excess,
+                          "mutated": ctl.verdict_text, "can_fail": THEOREMS[key].can_fail})
+        for arm, idx in ((CAT_FORMAL, 0), (CAT_MUTATED, 1)):
+            rows = [r[idx] for r in results.values()]
+            metrics[arm] = {"rows_violated": float(sum(r.violated for r in rows)), "rows": float(len(rows)),
+                            "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6))}
+        _dudley(metrics)
+        _least_squares(config, rng, metrics)
+        _sparse(config, rng, metrics, tuning)
+    return SeedOutput(metrics=metrics, extras={"catalogue": table}, tuning=tuning)
+
+
+# ---------------------------------------------------------------------------------------------
+# rules
+# ---------------------------------------------------------------------------------------------
+
+def _row_rule(arm: str):
+    """No instance violates, in any seed (exact: excess > 1e-10; MC: 99% one-sided bound crosses)."""
+    def rule(m, c):
+        v = m[arm]
+        bad = int(sum(v["violated"]))
+        worst = max(v["max_excess"])
+        inst = int(v["instances"][0])
+        if bad == 0:
+            ours = (f"numerically consistent on {inst} instances × {len(v['violated'])} seeds "
+                    f"({'exact' if v['exact'][0] else 'MC'}), bound/truth {10 ** min(v['log10_tightness']):.4g}")
+            return Decision(REPRODUCED, ours, {"violations": v["violated"], "max_excess": v["max_excess"],
+                                               "log10_tightness": v["log10_tightness"]})
+        return Decision(NOT_REPRODUCED, f"violated in {bad}/{len(v['violated'])} seeds (max excess {worst:.3g})",
+                        {"violations": v["violated"], "max_excess": v["max_excess"]})
+    return rule
+
+
+def _catalogue_rule(arm: str):
+    def rule(m, c):
+        v = m[arm]
+        bad = max(v["rows_violated"])
+        rows = int(v["rows"][0])
+        verdict = REPRODUCED if bad == 0 else NOT_REPRODUCED
+        return Decision(verdict, f"{rows - int(bad)}/{rows} rows numerically consistent in every seed",
+                        {"rows_violated": v["rows_violated"], "worst_excess": v["worst_excess"]})
+    return rule
+
+
+def _dudley_rule(arm: str):
+    def rule(m, c):
+        v = m[arm]
+        lower = {k[len("slack_J_lower "):]: min(x) for k, x in v.items() if k.startswith("slack_J_lower ")}
+        formal = {k[len("slack_formal_cover "):]: float(np.mean(x)) for k, x in v.items()
+                  if k.startswith("slack_formal_cover B2^")}
+        holds = all(x >= 1 for x in lower.values())
+        in_range = all(5 <= x <= 100 for x in formal.values())
+        ours = "; ".join(f"{k}: {x:.1f}×" for k, x in formal.items()) + f" (min bound/truth with J from below: " \
+               f"{min(lower.values()):.3g})"
+        return Decision(REPRODUCED if holds and in_range else NOT_REPRODUCED, ours,
+                        {"holds_everywhere": holds, "min_slack_J_lower": min(lower.values()),
+                         "slack_formal_cover_B2": formal})
+    return rule
+
+
+def _ls_rule(arm: str):
+    def rule(m, c):
+        v = m[arm]
+        ratio = float(np.mean(v["err_over_rank_rate"]))
+        ok = abs(ratio - 1) < 0.05
+        ours = (f"mean ‖f̂−f*‖²/(σ² r/n) = {ratio:.3f} (r = {int(m[LS_RANK]['rank'][0])}); slack measured: formal "
+                f"δ*/exact δ* = {np.mean(v['formal_dstar_over_exact']):.0f}, formal radius/mean error = "
+                f"{np.mean(v['formal_radius_over_mean_err']):.3g}, T21 at the exact δ*: "
+                f"{int(sum(v['t21_misses_at_exact_dstar']))} misses in {int(sum(v['reps']))} draws "
+                f"(stated failure ≤ 10^{np.mean(v['t21_stated_failure_log10']):.1f}, exact failure "
+                f"10^{np.mean(v['t21_exact_failure_log10']):.0f}: beyond any MC resolution)")
+        return Decision(REPRODUCED if ok else NOT_REPRODUCED, ours,
+                        {"mean_ratio": ratio, "per_seed": v["err_over_rank_rate"],
+                         "formal_dstar_over_exact": v["formal_dstar_over_exact"],
+                         "formal_radius_over_mean_err": v["formal_radius_over_mean_err"],
+                         "t21_misses": v["t21_misses_at_exact_dstar"],
+                         "t21_exact_failure_log10": v["t21_exact_failure_log10"], "law_ks_pvalue": v["law_ks_pvalue"]})
+    return rule
+
+
+def _dims(v) -> list[int]:
+    return sorted(int(k.split("=")[1]) for k in v if k.startswith("err d="))
+
+
+def growth_exponent(errors: dict[int, list[float]]) -> tuple[float, float, float]:
+    """OLS slope of log error on log d over every (seed, d), with a 95% t-interval: (slope, low, high)."""
+    x = np.array([math.log(d) for d, vals in errors.items() for _ in vals])
+    y = np.array([math.log(max(e, 1e-300)) for vals in errors.values() for e in vals])
+    if np.unique(x).size < 2:
+        raise ValueError("the growth exponent needs at least two distinct d")
+    res = stats.linregress(x, y)
+    dof = x.size - 2
+    if dof < 1:
+        return float(res.slope), -math.inf, math.inf
+    half = float(stats.t.ppf(0.975, dof)) * float(res.stderr)
+    return float(res.slope), float(res.slope) - half, float(res.slope) + half
+
+
+def _sparse_rule(arm: str, comparator: str):
+    """Error exponent in d: 95% upper bound < 0.25 (lower bound >= 0.25: not reproduced); and, per d,
+    the paired comparison with CV ridge (``paired_improvement``: lower error in every seed and mean gap
+    > 2 s.e.) must be won at every d (``per_regime``, ties reported)."""
+    def rule(m, c):
+        v, b = m[arm], m[comparator]
+        ds = _dims(v)
+        errs = {d: list(v[f"err d={d}"]) for d in ds}
+        slope, lo, hi = growth_exponent(errs)
+        exp_verdict = REPRODUCED if hi < EXPONENT_LIMIT else (NOT_REPRODUCED if lo >= EXPONENT_LIMIT else INCONCLUSIVE)
+        exp_dec = Decision(exp_verdict, f"error exponent in d {slope:.3f} [95% CI {lo:.3f}, {hi:.3f}] "
+                                        f"(√log(2d) over this grid: {_sqrt_log_exponent(ds):.3f})",
+                           {"exponent": slope, "exponent_ci": [lo, hi], "limit": EXPONENT_LIMIT})
+        regimes = per_regime([(f"d={d}", paired_improvement(v[f"err d={d}"], b[f"err d={d}"], higher_is_better=False))
+                              for d in ds], require="all", label="vs ridge: ")
+        both = all_of(exp_dec, regimes)
+        ours = f"{exp_dec.ours}; {regimes.ours}; " + ", ".join(
+            f"d={d}: {np.mean(errs[d]):.3f} vs {np.mean(b[f'err d={d}']):.3f}" for d in ds)
+        return Decision(both.verdict, ours, both.evidence, regimes=regimes.regimes)
+    return rule
+
+
+def _sqrt_log_exponent(ds) -> float:
+    x = np.log(ds)
+    return float(np.polyfit(x, 0.5 * np.log(np.log(2 * np.asarray(ds, dtype=float))), 1)[0])
 
 
 # ---------------------------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------------------------
 
-def _theorem_rule(key: str):
-    def decide(m, c):
-        v = m[_arm(key)]
-        bad = sum(v["violated"])
-        ours = (f"{'exact' if v['exact'][0] else 'mc'}-{'pass' if bad == 0 else 'fail'}, "
-                f"bound/truth {10 ** min(v['log10_tightness']):.4g} ({int(v['instances'][0])} instances)")
-        return Decision(REPRODUCED if bad == 0 else NOT_REPRODUCED, ours,
-                        {"violations": v["violated"], "max_excess": v["max_excess"],
-                         "log10_tightness": v["log10_tightness"]})
-
-    def control(m, c):
-        v = m[_arm(key)]
-        # the false statement must be caught in every seed; surviving in any seed marks the row powerless
-        survived = min(v["control_violated"]) < 1
-        return Decision(REPRODUCED if survived else NOT_REPRODUCED,
-                        f"mutated statement violated in {int(sum(v['control_violated']))}/"
-                        f"{len(v['control_violated'])} seeds", {"control_violated": v["control_violated"]})
-
-    return decide, control
-
-
-def _catalogue_decide(m, c):
-    viol = {k: sum(m[_arm(k)]["violated"]) for k in THEOREMS}
-    ctrl = {k: min(m[_arm(k)]["control_violated"]) for k in THEOREMS}
-    n_bad = sum(1 for v in viol.values() if v > 0)
-    n_powerless = sum(1 for v in ctrl.values() if v < 1)
-    ok = n_bad == 0 and n_powerless == 0
-    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
-                    f"{len(THEOREMS) - n_bad}/{len(THEOREMS)} statements hold; {len(THEOREMS) - n_powerless}"
-                    f"/{len(THEOREMS)} controls violated", {"violations": viol, "control_violated": ctrl})
-
-
-def _catalogue_control(m, c):
-    held = {k: sum(1 - x for x in m[_arm(k)]["control_violated"]) for k in THEOREMS}
-    n_held = sum(1 for k in THEOREMS if held[k] == len(m[_arm(k)]["control_violated"]))
-    return Decision(REPRODUCED if n_held == len(THEOREMS) else NOT_REPRODUCED,
-                    f"{n_held}/{len(THEOREMS)} mutated statements survive", {"held": held})
-
-
-def _dudley_arms(m):
-    return [a for a in m if a.startswith("dudley B2^")]
-
-
-def _dudley_decide(m, c):
-    arms = _dudley_arms(m)
-    holds = all(min(m[a]["slack_J_lower"]) >= 1 for a in m if a.startswith("dudley "))
-    slack = {a: float(np.mean(m[a]["slack_formal_cover"])) for a in arms}
-    in_range = all(5 <= s <= 100 for s in slack.values())
-    ours = "; ".join(f"{a[7:]}: {s:.1f}×" for a, s in slack.items())
-    return Decision(REPRODUCED if holds and in_range else NOT_REPRODUCED, ours,
-                    {"holds_everywhere": holds, "slack_formal_cover": slack})
-
-
-def _dudley_control(m, c):
-    holds = all(min(m[a]["control_slack_J_lower"]) >= 1 for a in m if a.startswith("dudley "))
-    worst = min(min(m[a]["control_slack_J_lower"]) for a in m if a.startswith("dudley "))
-    return Decision(REPRODUCED if holds else NOT_REPRODUCED, f"min bound/truth with constant 1/2: {worst:.3g}",
-                    {"holds_everywhere": holds})
-
-
-def _ls_decide(m, c):
-    v = m["least_squares"]
-    reps = v["reps"][0]
-    mean_ok = abs(float(np.mean(v["mean_err_ratio"])) - 1) < 0.05
-    cov_ok = True
-    for key in ("t1", "t2", "formal"):
-        for cov, p in zip(v[f"coverage_{key}"], v[f"stated_{key}" if key != "formal" else "stated_formal"],
-                          strict=True):
-            se = math.sqrt(max(p * (1 - p), 0.0) / reps)
-            cov_ok &= cov >= p - 3 * se
-    fails = sum(round((1 - cov) * reps) for cov in v["coverage_t1"])
-    ours = (f"mean‖Δ‖²/(σ²r/n) = {np.mean(v['mean_err_ratio']):.3f}; at t=δ*: {fails} misses in "
-            f"{int(reps) * len(v['coverage_t1'])} draws vs allowed rate {1 - np.mean(v['stated_t1']):.1e}; "
-            f"formal δ*/exact δ* = "
-            f"{np.mean(v['delta_formal_over_exact']):.0f}, formal radius/mean error = "
-            f"{np.mean(v['formal_radius_over_mean_err']):.3g}")
-    return Decision(REPRODUCED if mean_ok and cov_ok else NOT_REPRODUCED, ours,
-                    {"mean_within_5pct": mean_ok, "coverage_ok": cov_ok})
-
-
-def _ls_control(m, c):
-    v = m["least_squares_control"]
-    reps = m["least_squares"]["reps"][0]
-    ok = all(cov >= p - 3 * math.sqrt(p * (1 - p) / reps) for cov, p in zip(v["coverage"], v["stated"], strict=True))
-    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
-                    f"coverage {np.mean(v['coverage']):.3f} vs stated {np.mean(v['stated']):.5f}", {"ok": ok})
-
-
-def _sparse_arms(m):
-    return sorted((a for a in m if a.startswith("sparse d=")), key=lambda a: int(a.split("=")[1]))
-
-
-def _sparse_rule(method_metric: str):
-    def decide(m, c):
-        arms = _sparse_arms(m)
-        wins = all(a <= 0.9 * b for arm in arms
-                   for a, b in zip(m[arm][method_metric], m[arm]["err_min_norm"], strict=True))
-        scaled = [float(np.mean(m[arm]["err_over_sigmaR_sqrt_logd_n"])) for arm in arms]
-        scaling_ok = max(scaled) <= 3 * min(scaled)
-        ours = "; ".join(f"d={arm.split('=')[1]}: {np.mean(m[arm][method_metric]):.3f} vs "
-                         f"{np.mean(m[arm]['err_min_norm']):.3f}" for arm in arms)
-        ok = wins and scaling_ok
-        verdict = REPRODUCED if ok else (INCONCLUSIVE if wins else NOT_REPRODUCED)
-        return Decision(verdict, ours, {"wins_every_seed_and_d": wins, "scaled_error": scaled,
-                                        "scaling_within_3x": scaling_ok})
-
-    return decide
-
-
 _HEADLINE = (
     Claim(
         id="catalogue",
-        statement="No formal inequality of the catalogue is violated on any instance, and every negative "
-                  "control (mutated statement) is violated",
-        paper_value="23 machine-checked theorems (Lean 4, 0 sorry); README table of the repository",
-        metric="violations (exact: > 1e-10; MC: 99% one-sided bound crosses) and violated controls",
-        scale="laptop-scale numerical instances (not a proof; nothing checks Lean)",
-        rule="every theorem: 0 violations in every seed; every control violated in every seed",
-        decide=_catalogue_decide,
-        control_description="the 23 mutated statements judged by the same rule (must not all survive)",
-        control=_catalogue_control,
+        statement="Every formal inequality of the catalogue is numerically consistent on its instances "
+                  f"({len(THEOREMS)} rows), and the mutated statements are not",
+        paper_value=f"{len(THEOREMS)} machine-checked theorems (Lean 4, 0 sorry); README table of the repository",
+        metric="rows with a violation (exact: > 1e-10; MC: 99% one-sided bound crosses)",
+        scale="laptop-scale numerical instances (finite evidence, not a proof; nothing checks Lean)",
+        rule="0 rows violated in every seed",
+        decide=_catalogue_rule(CAT_FORMAL),
+        control_description="the same rows with the mutated statements (wrong constant or dropped hypothesis)",
+        control=_catalogue_rule(CAT_MUTATED),
+        arms=ClaimArms(method=CAT_FORMAL, control=CAT_MUTATED),
     ),
     Claim(
         id="dudley_slack",
-        statement="Dudley's bound 12√2·σ·J holds on balls in several dimensions, with a reportable slack",
+        statement="Dudley's bound 12√2·σ·J holds on balls in several dimensions, with a reportable slack "
+                  "(can detect a constant below ≈ 1.12; cannot detect a constant that is too large)",
         paper_value="constant 12√2 ≈ 16.97 (SLT/Dudley.lean); no numerical slack given",
         metric="12√2·J ÷ E sup (bound ÷ truth)",
         scale="canonical Gaussian process on B₂^d, d ∈ {2,10,50} (+ B₁^d, Brownian motion), exact E sup",
         rule="bound with J from a lower bound on N >= E sup on every set, and slack via the formal covering "
              "bound T4 in [5, 100] for B₂^d, d ∈ {2, 10, 50}",
-        decide=_dudley_decide,
-        control_description="constant 1/2 instead of 12√2",
-        control=_dudley_control,
+        decide=_dudley_rule(DUDLEY),
+        control_description="the bound σ·J without the constant (the largest round constant that is false here)",
+        control=_dudley_rule(DUDLEY_CTRL),
+        arms=ClaimArms(method=DUDLEY, control=DUDLEY_CTRL),
     ),
     Claim(
         id="least_squares",
-        statement="Least squares on a linear class: mean error ≈ σ² r/n; the master error bound covers at "
-                  "the exact critical radius; the formal constants' slack is reported",
-        paper_value="T21/T22: P(‖f̂−f*‖² <= 16tδ*) >= 1−exp(−ntδ*/2σ²); C1 = 1,179,648, C2 = 36,864",
-        metric="mean ‖f̂ − f*‖_n² ÷ (σ² r/n); empirical coverage vs stated probability",
-        scale="n = 200, d = r = 10, σ = 1, Gaussian design, 5000 exact-LSE noise draws per seed (quick)",
-        rule="|mean ratio − 1| < 0.05 (seed mean) and every coverage (t = δ*, 2δ*, formal T22) >= stated − 3 s.e.",
-        decide=_ls_decide,
-        control_description="constants C1 = C2 = 1: P(‖Δ‖² <= σ²r/n) >= 1 − e^{−r}",
-        control=_ls_control,
+        statement="Least squares on a linear class has mean error σ²·rank/n on a rank-deficient design "
+                  "(T25's rate in r, not d); the slack of the formal constants is measured, not judged "
+                  "(formal δ* vs exact δ*, formal radius vs mean error). T21's stated failure probability at "
+                  "t = δ* (≈ 1e-4 here) and its exact value (≈ 1e-60) are beyond what Monte Carlo resolves: "
+                  "the exact T21/T25 rows are the tests of those statements",
+        paper_value="T21/T25: P(‖f̂−f*‖² <= 16tδ*) >= 1−exp(−ntδ*/2σ²); C1 = 1,179,648, C2 = 36,864",
+        metric="mean ‖f̂ − f*‖_n² ÷ (σ² r/n), r = rank of the rank-deficient design",
+        scale="n = 200, d = 10, rank 5 vs full rank, σ = 1, Gaussian design, exact LSE per noise draw",
+        rule="|seed-mean ratio − 1| < 0.05 (≈ 5 s.e. at 5000 draws)",
+        decide=_ls_rule(LS_RANK),
+        control_description="the same estimator on a full-rank design of the same n, d (error ≈ σ² d/n): "
+                            "the rule must tell rank from dimension",
+        control=_ls_rule(LS_FULL),
+        arms=ClaimArms(method=LS_RANK, control=LS_FULL),
     ),
     Claim(
         id="sparse_l1",
-        statement="ℓ₁-constrained least squares beats min-norm least squares when d ≫ n, with error "
-                  "growing like √log d (textbook consequence, not a formal theorem of the repository)",
+        statement="The ℓ₁-constrained LSE (radius by 5-fold CV, no oracle) has error growing slower than "
+                  "d^0.25 over d = 100…6400 (consistent with √log d) and below CV-tuned ridge "
+                  "(textbook consequence, not a formal theorem of the repository)",
         paper_value="qualitative (paper's application; no end-to-end ℓ₁ rate theorem at HEAD)",
-        metric="in-sample ‖f̂ − f*‖_n² (lower is better)",
-        scale="n = 100, s = 5, θ* entries ±1, d ∈ {200, 500, 2000}, R = ‖θ*‖₁, σ = 1",
-        rule="ℓ₁-LSE error <= 0.9 × min-norm error for every d and seed, and error/(σR√(log(2d)/n)) "
-             "within a factor 3 across d",
-        decide=_sparse_rule("err_l1_lse"),
-        control_description="ℓ₁ radius = ‖θ_min-norm‖₁ (constraint inactive: the LSE interpolates)",
-        control=_sparse_rule("err_l1_constraint_inactive"),
+        metric="in-sample ‖f̂ − f*‖_n² (lower is better); OLS exponent of log error on log d",
+        scale="n = 100, s = 5, θ* entries ±1, columns ‖X_j‖ = √n, σ = 1, d ∈ {100, 400, 1600, 6400}",
+        rule="OLS exponent of log error on log d over all (seed, d): 95% upper bound < 0.25 (lower bound >= "
+             "0.25: not reproduced); and at every d, lower error than CV ridge in every seed with mean paired "
+             "gap > 2 s.e. (per regime: wins / ties / losses reported)",
+        decide=_sparse_rule(L1, RIDGE),
+        control_description="the same CV-tuned ℓ₁-LSE on a dense truth with the same ‖θ*‖₂ (no ℓ₁-sparsity: "
+                            "the mechanism of the √log d rate), against ridge on the same data",
+        control=_sparse_rule(L1_DENSE, RIDGE_DENSE),
+        arms=ClaimArms(method=L1, baselines=(RIDGE, MIN_NORM, RIDGE_DENSE), control=L1_DENSE),
     ),
 )
 
 
 def _theorem_claim(key: str) -> Claim:
     spec = THEOREMS[key]
-    decide, control = _theorem_rule(key)
+    fail_note = "" if spec.can_fail else " This row cannot be made to fail (kept as a witness)."
     return Claim(
         id=f"{key}_{spec.lean_name}",
-        statement=f"{spec.statement} [{spec.hypotheses}]",
+        statement=f"{spec.statement} [{spec.hypotheses}] — numerically consistent on the instances, "
+                  f"or not. Detects: {spec.detects}. Cannot detect: {spec.cannot_detect}.{fail_note}",
         paper_value=f"formal ({spec.lean_file}; {spec.source})",
         metric="violations of the inequality; tightness = bound ÷ truth",
         scale=f"numerical ({spec.kind}): {spec.instances}",
         rule="no instance violates (exact: excess > 1e-10; MC: 99% one-sided confidence bound crosses), every seed",
-        decide=decide,
+        decide=_row_rule(_arm(key)),
         control_description=spec.control_description,
-        control=control,
+        control=_row_rule(_mutated(key)),
+        arms=ClaimArms(method=_arm(key), control=_mutated(key)),
     )
 
 
@@ -376,15 +501,14 @@ def plot(config: Config, outputs, outdir: Path):
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     paths.append(save_figure(fig, outdir / "tightness.png", dpi=110))
 
-    arms = _sparse_arms(first)
-    ds = [int(a.split("=")[1]) for a in arms]
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    for metric, label in (("err_l1_lse", "ℓ₁-constrained LSE"), ("err_min_norm", "min-norm LS"),
-                          ("err_ridge_oracle", "ridge (oracle λ)")):
-        ax.plot(ds, [np.mean([o.metrics[a][metric] for o in outputs]) for a in arms], "o-", label=label)
+    ds = _dims(first[L1])
+    fig, ax = plt.subplots(figsize=(4.8, 3.4))
+    for arm in (L1, RIDGE, MIN_NORM, L1_DENSE):
+        ax.plot(ds, [np.mean([o.metrics[arm][f"err d={d}"] for o in outputs]) for d in ds], "o-", label=arm)
     ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("d")
     ax.set_ylabel("‖f̂ − f*‖_n²")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     paths.append(save_figure(fig, outdir / "sparse.png", dpi=110))
     return paths

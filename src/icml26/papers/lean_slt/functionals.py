@@ -12,9 +12,12 @@ with index 0 ↔ −1 and index 1 ↔ +1, matching :func:`hypercube` in C order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.polynomial.hermite_e import hermegauss
+from scipy import integrate
 
 from ._checks import finite_array, positive_int
 
@@ -28,6 +31,9 @@ __all__ = [
     "bernoulli_lsi_rhs",
     "entropy_dual_objective",
     "optimal_dual_variable",
+    "entropy_dual_objective_T",
+    "gaussian_poincare_sides",
+    "gaussian_lsi_sides",
 ]
 
 
@@ -142,6 +148,71 @@ def optimal_dual_variable(y, probs: Sequence[np.ndarray] | None = None) -> np.nd
     if np.any(arr <= 0):
         raise ValueError("the optimal dual variable needs Y > 0 everywhere")
     return np.log(arr / _expect(arr, p, range(arr.ndim)))
+
+
+def entropy_dual_objective_T(y, t, probs: Sequence[np.ndarray] | None = None) -> float:
+    """``E[Y (log T − log E T)]`` for ``T >= 0`` with ``E T > 0`` (``entropy_duality_T``: its sup is ``Ent(Y)``).
+
+    The T-parameterisation of ``SLT/GaussianLSI/DualEntApp.lean``: ``log 0 = −∞``, so the value is
+    ``−inf`` when ``T = 0`` somewhere ``Y > 0`` (where ``Y = 0`` the term is 0).
+    """
+    arr, p = _table(y, probs, "y")
+    t_arr = finite_array("t", t)
+    if t_arr.shape != arr.shape:
+        raise ValueError(f"t has shape {t_arr.shape} but y has {arr.shape}")
+    if np.any(arr < 0) or np.any(t_arr < 0):
+        raise ValueError("entropy_duality_T needs Y >= 0 and T >= 0")
+    mean_t = float(_expect(t_arr, p, range(arr.ndim)).item())
+    if not mean_t > 0:
+        raise ValueError("entropy_duality_T needs E[T] > 0")
+    if np.any((t_arr == 0) & (arr > 0)):
+        return -math.inf
+    logs = np.where(arr > 0, np.log(np.where(t_arr > 0, t_arr, 1.0)) - math.log(mean_t), 0.0)
+    return float(_expect(arr * logs, p, range(arr.ndim)).item())
+
+
+def gaussian_poincare_sides(f: Callable[[float], float], fprime: Callable[[float], float],
+                            support: tuple[float, float]) -> tuple[float, float]:
+    """Both sides of paper T9 (``gaussianPoincare``): ``(Var f(X), E f'(X)²)`` for ``X ~ N(0,1)``.
+
+    ``f`` must vanish outside ``support`` (compactly supported, as in the Lean hypothesis); the
+    Gaussian integrals are computed by adaptive quadrature on the support.
+    """
+    lo, hi = float(support[0]), float(support[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"support must be a finite interval (lo < hi), got {support!r}")
+
+    def e(g):
+        v, _ = integrate.quad(lambda x: g(x) * math.exp(-x * x / 2) / math.sqrt(2 * math.pi), lo, hi,
+                              epsabs=1e-14, epsrel=1e-12, limit=400)
+        return v
+    m1 = e(lambda x: float(f(x)))
+    m2 = e(lambda x: float(f(x)) ** 2)
+    g2 = e(lambda x: float(fprime(x)) ** 2)
+    return m2 - m1 * m1, g2
+
+
+def gaussian_lsi_sides(g: Callable[[np.ndarray], np.ndarray], grad: Callable[[np.ndarray], np.ndarray],
+                       n: int, nodes: int = 80) -> tuple[float, float]:
+    """Both sides of paper T14 (``gaussian_logSobolev_W12_pi``) without the constant 2:
+    ``(Ent_γn(g²), E‖∇g‖²)`` by tensor Gauss–Hermite quadrature (``nodes`` per axis).
+
+    ``g(X)`` maps points of shape (m, n) to values (m,), ``grad(X)`` to gradients (m, n).
+    """
+    n, nodes = positive_int("n", n), positive_int("nodes", nodes, minimum=2)
+    if nodes**n > 2_000_000:
+        raise ValueError(f"{nodes}^{n} quadrature points is too many; lower nodes or n")
+    x1, w1 = hermegauss(nodes)
+    w1 = w1 / w1.sum()
+    grids = np.meshgrid(*([x1] * n), indexing="ij")
+    X = np.stack([gr.ravel() for gr in grids], axis=1)
+    W = np.prod(np.meshgrid(*([w1] * n), indexing="ij"), axis=0).ravel()
+    vals = finite_array("g(X)", g(X), ndim=1)
+    grads = finite_array("grad(X)", grad(X), ndim=2)
+    g2 = vals**2
+    m = float(W @ g2)
+    ent = float(W @ np.where(g2 > 0, g2 * np.log(np.where(g2 > 0, g2, 1.0)), 0.0)) - (m * math.log(m) if m > 0 else 0.0)
+    return ent, float(W @ np.sum(grads**2, axis=1))
 
 
 def _cube_table(h) -> np.ndarray:

@@ -10,11 +10,14 @@ complexity ``G_n(δ; H) = E sup_{h∈B_H(δ)} |n⁻¹ Σ w_i h(x_i)|`` and the c
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._checks import finite_array, positive, positive_int
@@ -31,14 +34,34 @@ __all__ = [
     "star_hull_sup",
     "critical_radius",
     "master_error_bound",
+    "MasterBound",
+    "bad_event_probability_bound",
+    "local_complexity_dudley_bound",
+    "linear_minimax_rank_bound",
+    "LOCAL_COMPLEXITY_CONSTANT",
     "project_l1_ball",
     "L1ConstrainedLeastSquares",
+    "l1_constrained_path",
 ]
 
 FORMAL_DELTA_CONSTANT = 192.0 * math.sqrt(2.0)
 """δ* = 192√2 σ √(d/n) in ``linear_minimax_rate_explicit`` (``LinearRegression/MinimaxRate.lean``)."""
-FORMAL_LINEAR_C1 = 16.0 * FORMAL_DELTA_CONSTANT**2  # = 1,179,648
-FORMAL_LINEAR_C2 = FORMAL_DELTA_CONSTANT**2 / 2.0  # = 36,864
+FORMAL_LINEAR_C1 = 16.0 * FORMAL_DELTA_CONSTANT**2  # = 1,179,648 (`linear_C₁`, `linear_C₁_rank`)
+FORMAL_LINEAR_C2 = FORMAL_DELTA_CONSTANT**2 / 2.0  # = 36,864 (`linear_C₂`, `linear_C₂_rank`)
+LOCAL_COMPLEXITY_CONSTANT = 24.0 * math.sqrt(2.0)
+"""24√2 of ``local_gaussian_complexity_bound`` (``LeastSquares/DudleyApplication.lean``)."""
+
+
+class MasterBound(NamedTuple):
+    """A high-probability error bound ``P(‖f̂ − f*‖_n² <= radius_sq) >= probability``.
+
+    ``log_failure`` is ``log(1 − probability)`` computed without cancellation (the failure
+    probabilities of the formal bounds are far below double precision's 1e-16).
+    """
+
+    radius_sq: float
+    probability: float
+    log_failure: float
 
 
 def empirical_norm(values) -> float:
@@ -152,18 +175,46 @@ def critical_radius(complexity_fn: Callable[[float], float], sigma: float,
     return float(optimize.brentq(gap, lo, hi, xtol=1e-14, rtol=1e-12))
 
 
-def master_error_bound(t: float, delta_star: float, n: int, sigma: float) -> tuple[float, float]:
+def master_error_bound(t: float, delta_star: float, n: int, sigma: float) -> MasterBound:
     """Paper T21 (``master_error_bound``): ``P(‖f̂ − f*‖_n² <= 16 t δ*) >= 1 − exp(−n t δ*/(2σ²))``.
 
     Returns
     -------
-    (radius_sq, probability) : ``(16 t δ*, 1 − exp(−n t δ*/(2σ²)))``; needs ``t >= δ* > 0``.
+    MasterBound
+        ``(16 t δ*, 1 − exp(−n t δ*/(2σ²)), −n t δ*/(2σ²))``; needs ``t >= δ* > 0``.
     """
     t, delta_star = positive("t", t), positive("delta_star", delta_star)
     n, sigma = positive_int("n", n), positive("sigma", sigma)
     if t < delta_star:
         raise ValueError(f"the master error bound needs t >= delta_star ({t} < {delta_star})")
-    return 16.0 * t * delta_star, -math.expm1(-n * t * delta_star / (2.0 * sigma**2))
+    log_fail = -n * t * delta_star / (2.0 * sigma**2)
+    return MasterBound(16.0 * t * delta_star, -math.expm1(log_fail), log_fail)
+
+
+def bad_event_probability_bound(u: float, n: int, sigma: float, *, log: bool = False) -> float:
+    """Paper T20 (``bad_event_probability_bound``): ``P(A(u)) <= exp(−n u²/(2σ²))`` for ``u >= δ*``."""
+    u, n, sigma = positive("u", u), positive_int("n", n), positive("sigma", sigma)
+    value = -n * u * u / (2.0 * sigma**2)
+    return value if log else math.exp(value)
+
+
+def local_complexity_dudley_bound(entropy_integral: float, n: int) -> float:
+    """Paper T18 (``local_gaussian_complexity_bound``): ``G_n(δ; H) <= (24√2/√n) · J(B_H(δ), 2δ)``."""
+    n = positive_int("n", n)
+    if not (entropy_integral >= 0) or math.isinf(entropy_integral):
+        raise ValueError(f"entropy_integral must be finite and >= 0, got {entropy_integral!r}")
+    return LOCAL_COMPLEXITY_CONSTANT / math.sqrt(n) * float(entropy_integral)
+
+
+def linear_minimax_rank_bound(sigma: float, r: int, n: int) -> MasterBound:
+    """Paper T25 (``linear_minimax_rate_rank``): ``P(‖f̂ − f*‖_n² <= C₁ σ² r/n) >= 1 − exp(−C₂ r)``.
+
+    ``r`` is the rank of the design; the theorem's existential constants are witnessed in the proof by
+    ``linear_C₁_rank = 16 (192√2)²`` and ``linear_C₂_rank = (192√2)²/2``, which are used here.
+    """
+    sigma, r, n = positive("sigma", sigma), positive_int("r", r), positive_int("n", n)
+    log_fail = -FORMAL_LINEAR_C2 * r
+    return MasterBound(FORMAL_LINEAR_C1 * sigma**2 * r / n, -math.expm1(log_fail), log_fail)
 
 
 def project_l1_ball(v, radius: float) -> np.ndarray:
@@ -178,6 +229,48 @@ def project_l1_ball(v, radius: float) -> np.ndarray:
     rho = int(np.nonzero(u * k > css - radius)[0][-1])
     tau = (css[rho] - radius) / (rho + 1.0)
     return np.sign(v) * np.maximum(np.abs(v) - tau, 0.0)
+
+
+def l1_constrained_path(X, y, radii) -> np.ndarray:
+    """Exact ℓ₁-constrained least squares for several radii at once, from the LARS–lasso path.
+
+    The constrained problem ``argmin_{‖θ‖₁ <= R} ‖y − Xθ‖²`` and the lasso share their solution path
+    and ``‖θ̂(λ)‖₁`` is non-increasing in λ, so the solution for radius ``R`` is the point of the
+    piecewise-linear lasso path (:func:`sklearn.linear_model.lars_path`, ``method="lasso"``) whose
+    ℓ₁ norm is ``R`` (linear interpolation between knots is exact). Radii beyond the path's end
+    return its end point, a least-squares solution (an interpolating one when ``d >= n``).
+
+    Parameters
+    ----------
+    X : array, shape (n, d)
+    y : array, shape (n,)
+    radii : sequence of float > 0
+
+    Returns
+    -------
+    coefs : array, shape (len(radii), d)
+    """
+    from sklearn.linear_model import lars_path
+
+    X = finite_array("X", X, ndim=2)
+    y = finite_array("y", y, ndim=1)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    radii = [positive("radius", r) for r in np.atleast_1d(np.asarray(radii, dtype=float))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _, _, coefs = lars_path(X, y, method="lasso", max_iter=max(500, 4 * min(X.shape)))
+    norms = np.abs(coefs).sum(axis=0)
+    out = np.empty((len(radii), X.shape[1]))
+    for i, R in enumerate(radii):
+        k = int(np.searchsorted(norms, R, side="right"))
+        if k >= norms.size:
+            out[i] = coefs[:, -1]
+        else:
+            lo, hi = norms[k - 1], norms[k]
+            w = 0.0 if hi <= lo else (R - lo) / (hi - lo)
+            out[i] = coefs[:, k - 1] + w * (coefs[:, k] - coefs[:, k - 1])
+    return out
 
 
 class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
@@ -195,6 +288,11 @@ class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
         Centre X and y first (the paper's class has no intercept).
     max_iter : int, default 5000
     tol : float, default 1e-8
+    warm_start : bool, default False
+        Start from the previous ``coef_`` (sklearn convention; FISTA only).
+    solver : {"fista", "lars"}, default "fista"
+        ``"lars"`` reads the exact solution off the LARS–lasso path (:func:`l1_constrained_path`):
+        much faster when ``d >> n``; ``max_iter``/``tol`` are then unused.
 
     Attributes
     ----------
@@ -204,11 +302,13 @@ class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, radius: float = 1.0, fit_intercept: bool = False, max_iter: int = 5000,
-                 tol: float = 1e-8):
+                 tol: float = 1e-8, warm_start: bool = False, solver: str = "fista"):
         self.radius = radius
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.warm_start = warm_start
+        self.solver = solver
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -220,7 +320,16 @@ class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
         Xc, yc = X - x_mean, y - y_mean
         n = X.shape[0]
         lip = float(np.linalg.norm(Xc, 2) ** 2) / n
+        if self.solver not in ("fista", "lars"):
+            raise ValueError(f"solver must be 'fista' or 'lars', got {self.solver!r}")
+        if self.solver == "lars":
+            self.coef_ = l1_constrained_path(Xc, yc, [radius])[0]
+            self.n_iter_ = 0
+            self.intercept_ = y_mean - float(x_mean @ self.coef_)
+            return self
         theta = np.zeros(X.shape[1])
+        if self.warm_start and getattr(self, "coef_", None) is not None and self.coef_.shape == theta.shape:
+            theta = project_l1_ball(self.coef_, radius)
         if lip == 0.0:
             self.coef_, self.n_iter_ = theta, 0
         else:
@@ -237,6 +346,10 @@ class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
                 theta, t_k = new, t_next
                 if change <= tol * max(1.0, np.linalg.norm(theta)):
                     break
+            else:
+                warnings.warn(f"L1ConstrainedLeastSquares did not converge in max_iter={max_iter} "
+                              f"iterations (last relative change {change / max(1.0, np.linalg.norm(theta)):.2e} "
+                              f"> tol={tol:g}); increase max_iter or tol", ConvergenceWarning, stacklevel=2)
             self.coef_, self.n_iter_ = theta, it
         self.intercept_ = y_mean - float(x_mean @ self.coef_)
         return self
