@@ -149,3 +149,10 @@ def test_bad_actions_and_overrun():
     ex = ExpertsBatch(np.zeros((1, 2, 2)))
     with pytest.raises(ValueError, match="distribution"):
         ex.step(np.array([[0.7, 0.7]]))
+
+
+def test_sample_nonstationary_has_the_requested_change_points():
+    env = sample_nonstationary(50, 3, 40, variation=3, seed=1)
+    changes = (np.abs(np.diff(env.means_path, axis=1)).max(axis=2) > 0).sum(axis=1)
+    assert changes.max() <= 3 and changes.mean() > 2.5  # redraws may rarely coincide
+    assert env.variation.shape == (50,) and (env.variation > 0).all()
