@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.llm.usage import track_usage
 from ._json import to_jsonable
 from .claims import judge
 from .config import ExperimentConfig
@@ -147,7 +148,9 @@ def run_paper(
     start = time.perf_counter()
     done: list[int] = []
     try:
-        metrics, outputs, done = run_experiment(experiment, config, progress=progress)
+        with track_usage() as llm_usage:  # every core.llm chat-model call of the run
+            metrics, outputs, done = run_experiment(experiment, config, progress=progress)
+        result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
         result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
                              for a, ms in metrics.items()}
         result["extras"] = [o.extras for o in outputs]
