@@ -54,7 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--seeds", type=_seeds, default=None,
                         help="comma-separated seeds, overriding the profile's (e.g. 0,1,2)")
         sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config field, type-checked (repeatable)")
+                        help="override a config field, type- and range-checked (repeatable); "
+                             "goes to every selected paper that declares KEY; SLUG.KEY=VALUE "
+                             "targets one paper")
         sp.add_argument("--out", default="results", help="results folder (default: results/)")
         sp.add_argument("--strict", action="store_true",
                         help="exit 3 when a claim is not reproduced or inconclusive")
@@ -68,11 +70,17 @@ def _parser() -> argparse.ArgumentParser:
                         help="model name on the --llm server (default: the only one it serves)")
         sp.add_argument("--llm-cache", metavar="DIR", default=None,
                         help="cache LLM replies in DIR; a rerun makes no request")
+        sp.add_argument("--resume", action="store_true",
+                        help="reuse the seeds an earlier run of the same config completed "
+                             "(checkpoints under OUT/SLUG/PROFILE/.seeds/)")
 
     run = sub.add_parser("run", help="reproduce one paper (or `all`)",
                          description="Run a paper's reproduction, judge its claims, write results.")
     run.add_argument("slug", help="paper slug, or `all` for every implemented paper")
     add_run_flags(run, "quick")
+    run.add_argument("--pin", action="store_true",
+                     help="write the run's verdicts and headline numbers to "
+                          "tests/papers/SLUG/expected_smoke.json (smoke profile only)")
 
     rep = sub.add_parser("reproduce", help="run papers (default: all implemented) and write the report",
                          description="Run papers (default all implemented), then write the report.")
@@ -179,25 +187,35 @@ class _RichProgress:
 
 def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     from .core.llm.resolve import apply_llm_settings
+    from .harness.report import control_flag
     from .harness.runner import run_many
 
     apply_llm_settings(args.llm, args.llm_model, args.llm_cache)  # env: reaches --jobs workers too
     with _RichProgress(not args.no_progress) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
-                           out=args.out, jobs=args.jobs, progress_factory=bars.factory)
+                           out=args.out, jobs=args.jobs, progress_factory=bars.factory,
+                           resume=args.resume)
     code = EXIT_OK
     for res in results:
         if res["status"] == "error":
-            print(f"{res['paper']}: ERROR\n{res.get('error', '')}", file=sys.stderr)
+            seeds = f" (seeds {res['seeds']} completed and kept)" if res.get("partial") else ""
+            print(f"{res['paper']}: ERROR{seeds}; latest.json left unchanged\n"
+                  f"{res.get('error', '')}", file=sys.stderr)
             code = EXIT_ERROR
             continue
         print(f"{res['paper']} [{res['profile']}] {res['runtime_s']:.1f} s, seeds {res['seeds']}")
         for c in res["claims"]:
             nc = c["negative_control"]
             print(f"  {c['id']:<24} {c['verdict']:<15} ours: {c.get('ours', '')}")
-            print(f"  {'':<24} control: {nc['verdict']}{'' if nc['passes'] else ' (POWERLESS)'}")
+            for r in c.get("regimes", []):
+                print(f"  {'':<26}{r['condition']}: {r['verdict']} ({r['ours']})")
+            print(f"  {'':<24} control {nc.get('arm', '')}: {nc['verdict']} ({control_flag(c)})")
             if args.strict and c["verdict"] != "reproduced" and code == EXIT_OK:
                 code = EXIT_STRICT
+        if getattr(args, "pin", False):
+            from .harness.pins import write_pin
+
+            print(f"pinned: {write_pin(res, Path('tests') / 'papers' / res['paper'])}")
     if write_report:
         from .harness.report import write_report as _write
 
@@ -207,10 +225,14 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.slug == "all":
-        return _run([p.slug for p in implemented_papers()], args, write_report=False)
-    _check_runnable([args.slug], args)
-    return _run([args.slug], args, write_report=False)
+    slugs = [p.slug for p in implemented_papers()] if args.slug == "all" else [args.slug]
+    if args.pin and args.profile != "smoke":
+        raise ConfigError("--pin records smoke verdicts: use it with --profile smoke")
+    if args.pin and not (Path("tests") / "papers").is_dir():
+        raise FileNotFoundError("--pin writes tests/papers/SLUG/expected_smoke.json: run it from "
+                                "the repository root")
+    _check_runnable(slugs, args)
+    return _run(slugs, args, write_report=False)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -221,13 +243,14 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
     """Usage errors surface before anything runs: unknown slug, not implemented, bad --set."""
-    from .harness.runner import build_config
+    from .harness.runner import build_config, route_overrides
 
     for slug in slugs:
-        info = get_paper(slug)
-        if not info.implemented:
+        if not get_paper(slug).implemented:
             raise NotImplementedError(f"paper {slug!r} is not implemented yet")
-        build_config(info.experiment(), args.profile, args.overrides, args.seeds)
+    routed = route_overrides(slugs, args.overrides)
+    for slug in slugs:
+        build_config(get_paper(slug).experiment(), args.profile, routed[slug], args.seeds)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml26.harness import Claim, ExperimentConfig, SeedOutput, paired_improvement
+from icml26.harness import Claim, ClaimArms, ExperimentConfig, SeedOutput, paired_improvement
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,12 @@ class Config(ExperimentConfig):
     n: int = 200
     noise: float = 0.5
     fail: bool = False
+    fail_at_seed: int = -1  # raise in this seed (the earlier seeds complete)
     degrade: bool = False  # the baseline matches the method: the claim must fail
+    control_is_baseline: bool = False  # the control arm is a copy of the baseline: POWERLESS
+    control_has_effect: bool = False  # the control is as good as the method: explains the effect
+
+    BOUNDS = {"n": (1, None), "noise": (0.0, None), "fail_at_seed": (-1, None)}
 
     @classmethod
     def smoke(cls):
@@ -35,12 +40,16 @@ def _error(rng, n, noise):
 
 
 def run(config: Config, seed: int) -> SeedOutput:
-    if config.fail:
+    if config.fail or seed == config.fail_at_seed:
         raise RuntimeError("the fake paper was told to fail")
     rng = np.random.default_rng(seed)
     method = _error(rng, config.n, config.noise)
     baseline = method + (-0.1 if config.degrade else 0.1) + 0.01 * rng.random()
-    control = method + 0.01 * (rng.random() - 0.5)  # no real mechanism: indistinguishable
+    control = baseline + 0.01 * (rng.random() - 0.5)  # lacks the mechanism: like the baseline
+    if config.control_is_baseline:
+        control = baseline
+    if config.control_has_effect:
+        control = method - 0.001
     return SeedOutput(
         metrics={"method": {"error": method}, "baseline": {"error": baseline},
                  "control": {"error": control}},
@@ -58,9 +67,10 @@ CLAIMS = (
         rule="method < baseline in every seed and mean gap > 2 s.e.",
         decide=lambda m, c: paired_improvement(m["method"]["error"], m["baseline"]["error"],
                                                higher_is_better=False),
-        control_description="method without its mechanism vs baseline-equivalent",
-        control=lambda m, c: paired_improvement(m["control"]["error"], m["method"]["error"],
+        control_description="the method without its mechanism, through the same rule",
+        control=lambda m, c: paired_improvement(m["control"]["error"], m["baseline"]["error"],
                                                 higher_is_better=False),
+        arms=ClaimArms(method="method", baselines=("baseline",), control="control"),
     ),
 )
 

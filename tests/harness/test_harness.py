@@ -104,8 +104,9 @@ def test_error_is_isolated_and_recorded(tmp_path):
     finally:
         PAPERS.pop("zz_other", None)
     assert good is None
-    latest = load_result(tmp_path / FAKE / "smoke" / "latest.json")
-    assert latest["status"] == "error"
+    # the failed reruns never replace the last completed result
+    assert load_result(tmp_path / FAKE / "smoke" / "latest.json")["status"] == "ok"
+    assert load_result(tmp_path / FAKE / "smoke" / "latest-error.json")["status"] == "error"
 
 
 def test_one_failing_paper_keeps_the_others(tmp_path, monkeypatch):

@@ -4,11 +4,20 @@ A paper's ``experiment.py`` subclasses :class:`ExperimentConfig`, gives every fi
 implements the three class methods ``smoke()`` (<= 15 s, used by the tests), ``quick()`` (<= 3 min
 on 2 cores) and ``full()`` (<= 30 min). Overrides from the command line (``--set key=value``) are
 parsed against the field's annotated type, so ``--set n_samples=abc`` is an error, not a string.
+
+Every config validates its values when it is constructed, so a bad value is a usage error before
+any work: seeds are a non-empty tuple of distinct non-negative ints, every number is finite,
+every int is >= 0, and the ranges a paper declares in ``BOUNDS`` (``{field: (low, high)}``,
+inclusive, ``None`` for an open end; applied to each element of a tuple) hold. A paper with a
+constraint that is not a range overrides :meth:`ExperimentConfig.extra_checks` and raises through
+:meth:`ExperimentConfig.out_of_range`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import types
 import typing
 from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
@@ -44,6 +53,54 @@ class ExperimentConfig:
     torch_threads: int | None = 1
 
     PROFILES: ClassVar[tuple[str, ...]] = PROFILES
+    BOUNDS: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
+
+    def __post_init__(self) -> None:
+        self._validate_fields()
+
+    def out_of_range(self, name: str, allowed: str) -> typing.NoReturn:
+        """Raise the usage error for field ``name``: its value and what is allowed."""
+        raise ConfigError(f"{type(self).__name__}.{name}={getattr(self, name, None)!r} is out of "
+                          f"range: allowed {allowed}")
+
+    def extra_checks(self) -> None:
+        """Paper-specific constraints beyond ``BOUNDS`` (override; call :meth:`out_of_range`)."""
+
+    def _validate_fields(self) -> None:
+        """Check every field's value (see the module docstring); raise :class:`ConfigError`."""
+        seeds = self.seeds
+        if not isinstance(seeds, tuple) or not seeds:
+            self.out_of_range("seeds", "a non-empty tuple of non-negative ints")
+        if any(not isinstance(x, numbers.Integral) or isinstance(x, bool) or x < 0 for x in seeds):
+            self.out_of_range("seeds", "non-negative ints")
+        if len(set(seeds)) != len(seeds):
+            self.out_of_range("seeds", "distinct seeds")
+        if self.torch_threads is not None and self.torch_threads < 1:
+            self.out_of_range("torch_threads", "an int >= 1 or none")
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(self.BOUNDS) - names)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.BOUNDS names unknown fields {unknown}")
+        for f in dataclasses.fields(self):
+            if f.name in ("seeds", "torch_threads"):
+                continue
+            value = getattr(self, f.name)
+            values = value if isinstance(value, tuple | list) else (value,)
+            low, high = self.BOUNDS.get(f.name, (None, None))
+            for v in values:
+                if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                    continue
+                if not math.isfinite(float(v)):
+                    self.out_of_range(f.name, "finite numbers")
+                if isinstance(v, numbers.Integral) and low is None and v < 0:
+                    self.out_of_range(f.name, "ints >= 0")
+                if (low is not None and v < low) or (high is not None and v > high):
+                    lo = "-inf" if low is None else repr(low)
+                    hi = "inf" if high is None else repr(high)
+                    self.out_of_range(f.name, f"[{lo}, {hi}]")
+            if isinstance(value, tuple) and not value and f.name in self.BOUNDS:
+                self.out_of_range(f.name, "a non-empty tuple")
+        self.extra_checks()
 
     @classmethod
     def smoke(cls) -> ExperimentConfig:
@@ -91,7 +148,11 @@ class ExperimentConfig:
                 changes[key] = parse_value(raw, hints[key])
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"--set {key}={raw!r}: {exc}") from None
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **changes)  # validates (``__post_init__``)
+
+    @classmethod
+    def declares(cls, key: str) -> bool:
+        return key in {f.name for f in dataclasses.fields(cls)}
 
 
 def parse_assignments(items: list[str]) -> dict[str, str]:

@@ -19,10 +19,47 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def control_flag(claim: Mapping[str, Any]) -> str:
+    """``ok``, ``POWERLESS (identical to ARM)``, ``POWERLESS (control passes)`` or ``explains``."""
+    nc = claim.get("negative_control", {})
+    if nc.get("identical_to"):
+        return f"POWERLESS (identical to {nc['identical_to']})"
+    if claim.get("explained_by"):
+        return "explains the effect (control passes too)"
+    if not nc.get("passes", nc.get("verdict") != "reproduced"):
+        return "POWERLESS (control passes)"
+    return "ok"
+
+
 def _control(claim: Mapping[str, Any]) -> str:
     nc = claim.get("negative_control", {})
-    flag = "ok" if nc.get("passes", nc.get("verdict") != "reproduced") else "POWERLESS"
-    return f"{nc.get('verdict', '?')} ({flag})"
+    arm = f"arm `{nc['arm']}` " if nc.get("arm") else ""
+    return f"{arm}{nc.get('verdict', '?')} ({control_flag(claim)})"
+
+
+def tuning_cell(result: Mapping[str, Any], claim: Mapping[str, Any]) -> str:
+    """The tuning record of the claim's arms: grid size, budget, chosen (per seed)."""
+    tuning = result.get("tuning") or {}
+    arms = claim.get("arms") or {}
+    names = [arms.get("method"), *arms.get("baselines", []), arms.get("control")]
+    parts = []
+    for arm in names:
+        if arm and arm in tuning:
+            t = tuning[arm]
+            budget = ", ".join(f"{k}={v}" for k, v in (t.get("budget") or {}).items())
+            parts.append(f"{arm}: grid {t['grid_size']}" + (f", {budget}" if budget else "")
+                         + f", chosen {t['chosen']}")
+    return "; ".join(parts) if parts else "untuned"
+
+
+def regimes_markdown(claim: Mapping[str, Any]) -> list[str]:
+    if not claim.get("regimes"):
+        return []
+    lines = [f"Per regime, claim `{claim['id']}`:", "", "| condition | verdict | ours |",
+             "|---|---|---|"]
+    lines += [f"| {_cell(r['condition'])} | {_BADGE.get(r['verdict'], r['verdict'])} | "
+              f"{_cell(r['ours'])} |" for r in claim["regimes"]]
+    return [*lines, ""]
 
 
 def result_markdown(result: Mapping[str, Any]) -> str:
@@ -35,13 +72,17 @@ def result_markdown(result: Mapping[str, Any]) -> str:
     if result["status"] == "error":
         lines += ["```", str(result.get("error", "")).rstrip(), "```", ""]
     if result["claims"]:
-        lines += ["| claim | paper | ours | rule | verdict | negative control |", "|---|---|---|---|---|---|"]
+        lines += ["| claim | paper | ours | rule | verdict | negative control | tuning |",
+                  "|---|---|---|---|---|---|---|"]
         for c in result["claims"]:
             lines.append(f"| {_cell(c['id'])}: {_cell(c['statement'])} | {_cell(c['paper_value'])} | "
                          f"{_cell(c.get('ours', ''))} | {_cell(c['rule'])} | "
                          f"{_BADGE.get(c['verdict'], c['verdict'])} | "
-                         f"{_cell(c['negative_control']['description'])}: {_cell(_control(c))} |")
+                         f"{_cell(c['negative_control']['description'])}: {_cell(_control(c))} | "
+                         f"{_cell(tuning_cell(result, c))} |")
         lines.append("")
+        for c in result["claims"]:
+            lines += regimes_markdown(c)
     if result["metrics"]:
         lines += ["| arm | metric | per seed |", "|---|---|---|"]
         for arm, per_metric in result["metrics"].items():
@@ -56,10 +97,12 @@ def result_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def collect_latest(results_dir: Path, profile: str | None = None) -> dict[str, tuple[Path, dict]]:
-    """For each paper, the most recent valid ``latest.json`` (of ``profile`` if given)."""
+def collect_latest(results_dir: Path, profile: str | None = None,
+                   name: str = "latest.json") -> dict[str, tuple[Path, dict]]:
+    """For each paper, the most recent valid ``name`` (``latest.json``: the last completed run;
+    ``latest-error.json``: the last run that raised) of ``profile`` if given."""
     found: dict[str, tuple[Path, dict]] = {}
-    for path in sorted(Path(results_dir).glob("*/*/latest.json")):
+    for path in sorted(Path(results_dir).glob(f"*/*/{name}")):
         if profile and path.parent.name != profile:
             continue
         try:
@@ -78,35 +121,52 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
     """Gather the latest results into ``REPORT.md`` and ``report.html`` in ``results_dir``."""
     results_dir = Path(results_dir)
     latest = collect_latest(results_dir, profile)
+    errors = collect_latest(results_dir, profile, "latest-error.json")
     md = ["# icml26 reproduction report", "",
           "Every number below was measured by `icml26` at laptop scale (2 CPU cores); the "
           "paper's figure is quoted for reference only. A negative control marked POWERLESS "
-          "passed its own rule, so that claim's check could not fail.", "",
-          "| # | paper | claim | paper's figure | ours | verdict | negative control | scale | profile | runtime |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          "is identical to another arm or passes the rule itself, so that claim's check could "
+          "not fail; a control that *explains* the effect turns the verdict into not reproduced.",
+          "",
+          "| # | paper | claim | paper's figure | ours | verdict | negative control | tuning | scale | profile | runtime |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     sections: list[str] = []
     rows_html: list[str] = []
     for info in PAPERS.values():
+        err = errors.get(info.slug)
+        newer_error = err is not None and (info.slug not in latest or err[1].get("started_at", "")
+                                           > latest[info.slug][1].get("started_at", ""))
         if info.slug not in latest:
             status = "not implemented" if not info.implemented else "not run"
-            md.append(f"| {info.number} | {info.slug} | — | — | — | {status} | — | — | — | — |")
-            rows_html.append(_html_row([info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—"]))
+            if newer_error:
+                status = "⚠️ error (no completed run)"
+            cells = [info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—", "—"]
+            md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+            rows_html.append(_html_row(cells))
             continue
         path, res = latest[info.slug]
         rel = path.parent.relative_to(results_dir)
         runtime = f"{res['runtime_s']:.0f} s"
-        if res["status"] == "error":
-            md.append(f"| {info.number} | {info.slug} | — | — | — | ⚠️ error | — | — | {res['profile']} | {runtime} |")
-            rows_html.append(_html_row([info.number, info.slug, "—", "—", "—", "error", "—", "—", res["profile"], runtime]))
+        if newer_error:
+            erel = err[0].relative_to(results_dir)
+            cells = [info.number, info.slug, "—", "—", f"a newer run raised: `{erel}`",
+                     "⚠️ error (last completed run below)", "—", "—", "—", err[1]["profile"], "—"]
+            md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+            rows_html.append(_html_row(cells))
         for c in res["claims"]:
             cells = [info.number, info.slug, f"{c['id']}: {c['statement']}", c["paper_value"],
                      c.get("ours", ""), _BADGE.get(c["verdict"], c["verdict"]),
-                     f"{c['negative_control']['description']}: {_control(c)}", c.get("scale", ""),
-                     res["profile"], runtime]
+                     f"{c['negative_control']['description']}: {_control(c)}",
+                     tuning_cell(res, c), c.get("scale", ""), res["profile"], runtime]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
             rows_html.append(_html_row(cells))
         section = [f"## {info.number}. {info.slug} — {info.title}", "",
                    f"result: `{rel}/latest.json` · status **{res['status']}** · seeds {res['seeds']}", ""]
+        if newer_error:
+            section += [f"A newer run raised (`{err[0].relative_to(results_dir)}`); the table shows "
+                        "the last completed run.", ""]
+        for c in res["claims"]:
+            section += regimes_markdown(c)
         section += [f"![{p}]({rel}/{p})" for p in res.get("plots", [])]
         sections.append("\n".join(section))
     md += ["", *sections]
@@ -130,7 +190,16 @@ def _html(rows: list[str], latest: Mapping[str, tuple[Path, dict]], results_dir:
         if imgs:
             figures.append(f"<h2>{html.escape(slug)}</h2><div class='figs'>{imgs}</div>")
     head = ("<th>#</th><th>paper</th><th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th>"
-            "<th>negative control</th><th>scale</th><th>profile</th><th>runtime</th>")
+            "<th>negative control</th><th>tuning</th><th>scale</th><th>profile</th><th>runtime</th>")
+    regime_tables = []
+    for slug, (_path, res) in latest.items():
+        for c in res["claims"]:
+            if c.get("regimes"):
+                rows_r = "".join(_html_row([r["condition"], _BADGE.get(r["verdict"], r["verdict"]),
+                                            r["ours"]]) for r in c["regimes"])
+                regime_tables.append(f"<h3>{html.escape(slug)}: {html.escape(c['id'])} per regime</h3>"
+                                     f"<table><thead><tr><th>condition</th><th>verdict</th><th>ours"
+                                     f"</th></tr></thead><tbody>{rows_r}</tbody></table>")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>icml26 reproduction report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}
@@ -138,10 +207,12 @@ table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;pad
 th{{background:#f3f3f3}}.figs{{display:flex;flex-wrap:wrap;gap:1em}}img{{max-width:460px}}</style></head>
 <body><h1>icml26 reproduction report</h1>
 <p>Every number was measured by icml26 at laptop scale (2 CPU cores); the paper's figure is quoted
-for reference only. A negative control marked POWERLESS passed its own rule.</p>
+for reference only. A negative control marked POWERLESS is identical to another arm or passes its
+own rule: that claim's check could not fail.</p>
 <table><thead><tr>{head}</tr></thead><tbody>
 {chr(10).join(rows)}
 </tbody></table>
+{''.join(regime_tables)}
 {''.join(figures)}
 </body></html>
 """

@@ -10,7 +10,12 @@ The experiment protocol (``icml26.papers.<slug>.experiment``):
 ``run(config, seed) -> SeedOutput | dict``
     one seed, all arms (method, baselines, negative controls) on the same data:
     ``{arm: {metric: float}}``; a :class:`SeedOutput` may also carry JSON-able ``extras``
-    (curves, tables) for plots.
+    (curves, tables) for plots and the seed's ``tuning`` record (:mod:`~icml26.harness.tuning`).
+
+Results never go backwards: ``latest.json`` is replaced only by a run that completed; a run that
+raised writes its own timestamped file and ``latest-error.json``. A run that raised in seed k keeps
+seeds 0..k-1 (their metrics, claims judged on them and marked ``partial``), and every completed
+seed is checkpointed under ``.seeds/<config hash>/`` so that ``resume=True`` continues from there.
 ``plot(config, outputs, outdir) -> list[Path]`` (optional)
     PNG files written under ``outdir`` from the per-seed outputs.
 ``describe() -> str`` (optional)
@@ -20,6 +25,8 @@ The experiment protocol (``icml26.papers.<slug>.experiment``):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import sys
 import time
@@ -33,8 +40,8 @@ from typing import Any
 
 from ..core.llm.usage import track_usage
 from ._json import to_jsonable
-from .claims import judge
-from .config import ExperimentConfig
+from .claims import check_claims, judge
+from .config import ConfigError, ExperimentConfig, parse_assignments
 from .registry import get_paper
 from .result import (
     SCHEMA_VERSION,
@@ -46,6 +53,7 @@ from .result import (
     validate_result,
 )
 from .seeding import limit_torch_threads, seed_everything
+from .tuning import Tuned, gather_tuning
 
 
 @dataclass
@@ -54,6 +62,19 @@ class SeedOutput:
 
     metrics: dict[str, dict[str, float]]
     extras: dict[str, Any] = field(default_factory=dict)
+    tuning: dict[str, Tuned] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metrics": self.metrics, "extras": to_jsonable(self.extras),
+                "tuning": {a: t.to_dict() for a, t in self.tuning.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SeedOutput:
+        tuning = {a: Tuned(chosen=t["chosen"], val_score=t["val_score"], scores=tuple(t["scores"]),
+                           grid_size=t["grid_size"], budget=t["budget"])
+                  for a, t in data.get("tuning", {}).items()}
+        return cls(metrics={a: dict(m) for a, m in data["metrics"].items()},
+                   extras=dict(data.get("extras", {})), tuning=tuning)
 
 
 Progress = Callable[[str, int, int], None]
@@ -75,35 +96,96 @@ def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+class SeedFailure(Exception):
+    """A seed raised; ``done`` and ``outputs`` hold the seeds that completed before it."""
+
+    def __init__(self, seed: int, done: list[int], outputs: list[SeedOutput]) -> None:
+        super().__init__(f"seed {seed} raised")
+        self.seed, self.done, self.outputs = seed, done, outputs
+
+
+def _config_key(config: ExperimentConfig) -> str:
+    """A hash of everything but the seeds: checkpoints of the same config may be resumed."""
+    d = {k: v for k, v in config.to_dict().items() if k not in ("seeds", "profile")}
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def aggregate(outputs: Sequence[SeedOutput]) -> dict[str, dict[str, list[float]]]:
+    """``{arm: {metric: [per seed]}}`` from per-seed outputs (which must agree on arms/metrics)."""
+    metrics: dict[str, dict[str, list[float]]] = {}
+    keys: set[tuple[str, str]] | None = None
+    for out in outputs:
+        these = {(a, m) for a, ms in out.metrics.items() for m in ms}
+        if keys is not None and these != keys:
+            missing = sorted(keys ^ these)[:5]
+            raise ValueError(f"seeds returned different arms/metrics (first differences: {missing})")
+        keys = these
+        for arm, per_metric in out.metrics.items():
+            for name, value in per_metric.items():
+                metrics.setdefault(arm, {}).setdefault(name, []).append(value)
+    return metrics
+
+
 def run_experiment(
     experiment: Any,
     config: ExperimentConfig,
     *,
     progress: Progress | None = None,
+    checkpoint_dir: Path | None = None,
+    resume: bool = False,
 ) -> tuple[dict[str, dict[str, list[float]]], list[SeedOutput], list[int]]:
-    """Run every seed of ``config`` and gather ``{arm: {metric: [per seed]}}``."""
-    metrics: dict[str, dict[str, list[float]]] = {}
+    """Run every seed of ``config`` and gather ``{arm: {metric: [per seed]}}``.
+
+    With ``checkpoint_dir`` each completed seed's output is written there; with ``resume`` a seed
+    whose checkpoint exists is loaded instead of run. A seed that raises raises
+    :class:`SeedFailure` (chained to the original error) carrying the completed seeds.
+    """
     outputs: list[SeedOutput] = []
     done: list[int] = []
-    keys: set[tuple[str, str]] | None = None
     for i, seed in enumerate(config.seeds):
-        if progress:
-            progress(f"seed {seed}", i, len(config.seeds))
-        seed_everything(seed)
-        with limit_torch_threads(config.torch_threads):
-            out = _normalise(experiment.run(config, seed), seed)
-        these = {(a, m) for a, ms in out.metrics.items() for m in ms}
-        if keys is not None and these != keys:
-            raise ValueError(f"seed {seed} returned different arms/metrics than the first seed")
-        keys = these
-        for arm, per_metric in out.metrics.items():
-            for name, value in per_metric.items():
-                metrics.setdefault(arm, {}).setdefault(name, []).append(value)
+        ckpt = checkpoint_dir / f"seed-{seed}.json" if checkpoint_dir is not None else None
+        if resume and ckpt is not None and ckpt.is_file():
+            if progress:
+                progress(f"seed {seed} (resumed)", i, len(config.seeds))
+            out = SeedOutput.from_json(_unfinite(json.loads(ckpt.read_text(encoding="utf-8"))))
+        else:
+            if progress:
+                progress(f"seed {seed}", i, len(config.seeds))
+            seed_everything(seed)
+            try:
+                with limit_torch_threads(config.torch_threads):
+                    out = _normalise(experiment.run(config, seed), seed)
+                aggregate([*outputs, out])  # arms/metrics must agree with the earlier seeds
+            except Exception as exc:
+                raise SeedFailure(seed, list(done), list(outputs)) from exc
+            if ckpt is not None:
+                atomic_write_json(ckpt, _finite_json(out.to_json()))
         outputs.append(out)
         done.append(seed)
     if progress:
         progress("done", len(config.seeds), len(config.seeds))
-    return metrics, outputs, done
+    return aggregate(outputs), outputs, done
+
+
+def _finite_json(data: Any) -> Any:
+    """JSON-able copy with non-finite floats written as strings (checkpoints keep NaN metrics)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return {"__float__": repr(data)}
+    if isinstance(data, Mapping):
+        return {k: _finite_json(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite_json(v) for v in data]
+    return data
+
+
+def _unfinite(data: Any) -> Any:
+    if isinstance(data, Mapping):
+        if set(data) == {"__float__"}:
+            return float(data["__float__"])
+        return {k: _unfinite(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_unfinite(v) for v in data]
+    return data
 
 
 def build_config(experiment: Any, profile: str, overrides: Sequence[str] | Mapping[str, str] | None,
@@ -114,7 +196,7 @@ def build_config(experiment: Any, profile: str, overrides: Sequence[str] | Mappi
                                        else list(overrides))
     if seeds is not None:
         if not seeds:
-            raise ValueError("--seeds needs at least one seed")
+            raise ConfigError("--seeds needs at least one seed")
         config = dataclasses.replace(config, seeds=tuple(int(s) for s in seeds))
     return config
 
@@ -131,42 +213,47 @@ def run_paper(
     overrides: Sequence[str] | Mapping[str, str] | None = None,
     out: str | Path = "results",
     progress: Progress | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run one paper and write its result file; return the result dict.
 
-    Usage errors (unknown slug, not implemented, bad profile or override) raise before anything
-    runs. Anything that raises *during* the run is recorded as ``status: "error"`` with its
-    traceback and written like any result, so that a batch of papers goes on.
+    Usage errors (unknown slug, not implemented, bad profile, bad or out-of-range override)
+    raise before anything runs. Anything that raises *during* the run is recorded as
+    ``status: "error"`` with its traceback, the seeds that completed before it and their claims
+    (marked ``partial``), and written without replacing ``latest.json``.
     """
     info = get_paper(slug)
     experiment = info.experiment()
     config = build_config(experiment, profile, overrides, seeds)
+    check_claims(experiment.CLAIMS)
     outdir = Path(out) / slug / config.profile
+    ckpt_dir = outdir / ".seeds" / _config_key(config)
     result = _new_result(slug, config.profile, list(config.seeds), config.to_dict())
     result.update({"title": info.title, "arxiv": info.arxiv, "budget_s": config.budget_s,
                    "over_budget": False, "platform": platform_info()})
     start = time.perf_counter()
-    done: list[int] = []
+    outputs: list[SeedOutput] = []
     try:
-        with track_usage() as llm_usage:  # every core.llm chat-model call of the run
-            metrics, outputs, done = run_experiment(experiment, config, progress=progress)
+        try:
+            with track_usage() as llm_usage:  # every core.llm chat-model call of the run
+                metrics, outputs, done = run_experiment(experiment, config, progress=progress,
+                                                        checkpoint_dir=ckpt_dir, resume=resume)
+        except SeedFailure as failure:
+            # keep what completed: the partial result is judged on those seeds and marked so
+            outputs, done = failure.outputs, failure.done
+            result["status"] = "error"
+            result["error"] = "".join(traceback.format_exception(failure.__cause__))
+            result["failed_seed"] = failure.seed
+            result["seeds"] = list(done)
+            result["partial"] = True
+            metrics = aggregate(outputs)
         result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
-        result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
-                             for a, ms in metrics.items()}
-        result["extras"] = [o.extras for o in outputs]
-        result["claims"] = [judge(c, metrics, config) for c in experiment.CLAIMS]
-        if hasattr(experiment, "plot"):
-            try:
-                paths = experiment.plot(config, outputs, outdir / "plots")
-                result["plots"] = [str(Path(p).relative_to(outdir)) for p in paths or []]
-            except Exception:  # a broken plot must not lose the measured result
-                result["warnings"].append("plot failed:\n" + traceback.format_exc())
+        _fill_measurements(result, experiment, config, metrics, outputs, outdir)
     except Exception:
         result["status"] = "error"
-        result["error"] = traceback.format_exc()
-        result["seeds"] = list(done)
-        result["metrics"] = {}
-        result["claims"] = []
+        result["error"] = (result.get("error", "") + traceback.format_exc()).strip() + "\n"
+        result["seeds"], result["metrics"], result["claims"] = [], {}, []
+        result["partial"] = False
     result["runtime_s"] = round(time.perf_counter() - start, 3)
     result["over_budget"] = result["runtime_s"] > config.budget_s
     if result["over_budget"]:
@@ -180,15 +267,77 @@ def run_paper(
     return result
 
 
+def _fill_measurements(result: dict[str, Any], experiment: Any, config: ExperimentConfig,
+                       metrics: Mapping[str, Mapping[str, list[float]]],
+                       outputs: Sequence[SeedOutput], outdir: Path) -> None:
+    """Metrics, extras, tuning, judged claims and plots of the completed seeds into ``result``."""
+    result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
+                         for a, ms in metrics.items()}
+    result["extras"] = [o.extras for o in outputs]
+    result["tuning"] = gather_tuning([o.tuning for o in outputs])
+    if not outputs:
+        return
+    check_claims(experiment.CLAIMS, set(metrics))
+    result["claims"] = [judge(c, metrics, config) for c in experiment.CLAIMS]
+    if result.get("partial"):
+        for c in result["claims"]:
+            c["partial"] = True
+            c["ours"] = f"[partial: seeds {result['seeds']} only] {c['ours']}"
+    if hasattr(experiment, "plot"):
+        try:
+            paths = experiment.plot(config, list(outputs), outdir / "plots")
+            result["plots"] = [str(Path(p).relative_to(outdir)) for p in paths or []]
+        except Exception:  # a broken plot must not lose the measured result
+            result["warnings"].append("plot failed:\n" + traceback.format_exc())
+
+
 def write_result(result: Mapping[str, Any], outdir: Path) -> Path:
-    """Write ``<timestamp>.json``, ``latest.json`` and ``latest.md`` atomically under ``outdir``."""
+    """Write ``<timestamp>.json`` and, by status, ``latest.json`` + ``latest.md`` (a completed
+    run) or ``latest-error.json`` (a run that raised), atomically under ``outdir``.
+
+    ``latest.json`` only ever moves forward to a completed run: an error never replaces a good
+    result.
+    """
     from .report import result_markdown
 
     path = Path(outdir) / f"{_timestamp()}.json"
     atomic_write_json(path, result)
-    atomic_write_json(Path(outdir) / "latest.json", result)
-    atomic_write_text(Path(outdir) / "latest.md", result_markdown(result))
+    if result["status"] == "ok":
+        atomic_write_json(Path(outdir) / "latest.json", result)
+        atomic_write_text(Path(outdir) / "latest.md", result_markdown(result))
+    else:
+        atomic_write_json(Path(outdir) / "latest-error.json", result)
     return path
+
+
+def route_overrides(slugs: Sequence[str], overrides: Sequence[str] | None) -> dict[str, list[str]]:
+    """Which ``key=value`` overrides go to which paper.
+
+    ``slug.key=value`` targets one paper; a plain ``key=value`` goes to every selected paper whose
+    ``Config`` declares ``key``. A key that no selected paper declares, or a ``slug.`` prefix
+    naming a paper that is not selected, is a :class:`ConfigError` (raised before anything runs).
+    """
+    routed: dict[str, list[str]] = {s: [] for s in slugs}
+    if not overrides:
+        return routed
+    configs = {s: get_paper(s).experiment().Config for s in slugs}
+    for key, value in parse_assignments(list(overrides)).items():
+        if "." in key:
+            slug, name = key.split(".", 1)
+            if slug not in routed:
+                raise ConfigError(f"--set {key}: paper {slug!r} is not among the selected papers "
+                                  f"({', '.join(slugs)})")
+            if not configs[slug].declares(name):
+                raise ConfigError(f"--set {key}: unknown config key {name!r} for {slug}")
+            routed[slug].append(f"{name}={value}")
+            continue
+        targets = [s for s in slugs if configs[s].declares(key)]
+        if not targets:
+            raise ConfigError(f"--set {key}: unknown config key {key!r}; no selected paper "
+                              f"({', '.join(slugs)}) declares it (use --set SLUG.KEY=VALUE)")
+        for slug in targets:
+            routed[slug].append(f"{key}={value}")
+    return routed
 
 
 def run_many(
@@ -200,27 +349,34 @@ def run_many(
     out: str | Path = "results",
     jobs: int = 1,
     progress_factory: Callable[[str], Progress | None] | None = None,
+    resume: bool = False,
 ) -> list[dict[str, Any]]:
     """Run several papers; one failing paper never loses the others' results.
 
+    Overrides are routed by :func:`route_overrides`, and every paper's config is built (and so
+    validated) before the first paper runs: a usage error raises before any work.
     ``jobs > 1`` runs papers in a process pool (one paper per process).
     """
     slugs = list(slugs)
+    routed = route_overrides(slugs, overrides)
+    for slug in slugs:
+        build_config(get_paper(slug).experiment(), profile, routed[slug], seeds)
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_run_isolated, s, profile, seeds, overrides, out, None)
+            futures = [pool.submit(_run_isolated, s, profile, seeds, routed[s], out, None, resume)
                        for s in slugs]
             return [f.result() for f in futures]
-    return [_run_isolated(s, profile, seeds, overrides, out,
-                          progress_factory(s) if progress_factory else None) for s in slugs]
+    return [_run_isolated(s, profile, seeds, routed[s], out,
+                          progress_factory(s) if progress_factory else None, resume)
+            for s in slugs]
 
 
 def _run_isolated(slug: str, profile: str, seeds: Sequence[int] | None,
                   overrides: Sequence[str] | None, out: str | Path,
-                  progress: Progress | None) -> dict[str, Any]:
+                  progress: Progress | None, resume: bool = False) -> dict[str, Any]:
     try:
         return run_paper(slug, profile, seeds=seeds, overrides=overrides, out=out,
-                         progress=progress)
+                         progress=progress, resume=resume)
     except Exception:
         result = _new_result(slug, profile, [], {})
         result.update(status="error", error=traceback.format_exc())
