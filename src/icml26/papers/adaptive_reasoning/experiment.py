@@ -29,6 +29,7 @@ from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
+    ClaimArms,
     Decision,
     ExperimentConfig,
     SeedOutput,
@@ -206,17 +207,22 @@ CLAIMS = (
         decide=lambda m, c: _misled(m, "b0"),
         control_description="the same rule applied to the method M2 (augmented SFT + GRPO)",
         control=lambda m, c: _misled(m, "m2"),
+        arms=ClaimArms(method="b0", control="m2"),
     ),
     Claim(
         id="closes_gap",
-        statement="Verbosity-augmented SFT + GRPO closes the robustness gap.",
+        statement="Verbosity-augmented SFT + GRPO with the adaptive reward closes the robustness gap "
+                  "(credited to the two stages together only if stage 1 with a correctness-only "
+                  "reward fails the same rule).",
         paper_value="qualitative (abstract: more robust to misleading cues)",
         metric="robustness gap = think rate(simple-verbose) - think rate(simple-concise), lower is better",
         scale=SCALE,
         rule="in every seed: gap(M2) <= gap(B0) - 0.30",
         decide=lambda m, c: _closes_gap(m, "m2"),
-        control_description="naive SFT + GRPO with a correctness-only reward (ignores mode and length)",
-        control=lambda m, c: _closes_gap(m, "ctrl_naive_acc"),
+        control_description="augmented SFT + GRPO with a correctness-only reward (ctrl_aug_acc): stage 1 "
+                            "without the adaptive reward; if it passes, the augmentation explains the gain",
+        control=lambda m, c: _closes_gap(m, "ctrl_aug_acc"),
+        arms=ClaimArms(method="m2", baselines=("b0",), control="ctrl_aug_acc"),
     ),
     Claim(
         id="efficiency",
@@ -227,8 +233,10 @@ CLAIMS = (
         rule="seed means: M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
              "always-think's; M2 complex accuracy >= always-think's - 0.03; M2 overall accuracy >= B0's - 0.02",
         decide=lambda m, c: _efficient(m, "m2"),
-        control_description="naive SFT + GRPO with a correctness-only reward in place of M2",
-        control=lambda m, c: _efficient(m, "ctrl_naive_acc"),
+        control_description="augmented SFT + GRPO with a correctness-only reward (ctrl_aug_acc) in place "
+                            "of M2: stage 1 without the adaptive reward",
+        control=lambda m, c: _efficient(m, "ctrl_aug_acc"),
+        arms=ClaimArms(method="m2", baselines=("b0", "always_think"), control="ctrl_aug_acc"),
     ),
     Claim(
         id="grpo_adds_value",
@@ -241,6 +249,7 @@ CLAIMS = (
         decide=lambda m, c: _grpo_value(m, "m2"),
         control_description="augmented SFT + GRPO with a correctness-only reward in place of M2",
         control=lambda m, c: _grpo_value(m, "ctrl_aug_acc"),
+        arms=ClaimArms(method="m2", baselines=("m1",), control="ctrl_aug_acc"),
     ),
 )
 

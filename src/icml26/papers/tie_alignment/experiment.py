@@ -21,6 +21,7 @@ from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
+    ClaimArms,
     Decision,
     ExperimentConfig,
     SeedOutput,
@@ -261,6 +262,9 @@ def _tier_claims(p: str, scale: str, tier: str) -> tuple[Claim, ...]:
     """Claims 2-4 for one tier; ``p`` is the arm prefix ("" Tier A, "lm_" Tier B)."""
     control = "DPO-RK with the tie flag off (ties given coin-flip winners)"
     flag_off = f"{p}control_rk_tie_flag_off"
+    drop = f"{p}dpo_small_drop_ties"
+    drop_control = ("plain DPO on the same small-silent labels with ties dropped (no tie model): the "
+                    "strongest arm without the mechanism; if it passes, abstaining explains the gain")
     return (
         Claim(
             id=f"{p}silent_small_beats_forced_large",
@@ -271,8 +275,10 @@ def _tier_claims(p: str, scale: str, tier: str) -> tuple[Claim, ...]:
             scale=scale,
             rule="DPO-RK(small-silent) > DPO(large-forced) in every seed, mean gap > 2 s.e.",
             decide=_paired(f"{p}rk_small_silent", f"{p}dpo_large_forced", "reward", True),
-            control_description=control,
-            control=_paired(flag_off, f"{p}dpo_large_forced", "reward", True),
+            control_description=drop_control,
+            control=_paired(drop, f"{p}dpo_large_forced", "reward", True),
+            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(f"{p}dpo_large_forced",),
+                           control=drop),
         ),
         Claim(
             id=f"{p}model_ties_beats_dropping",
@@ -285,6 +291,7 @@ def _tier_claims(p: str, scale: str, tier: str) -> tuple[Claim, ...]:
             decide=_ties_vs_drop(f"{p}rk_small_silent", f"{p}dpo_small_drop_ties"),
             control_description=control,
             control=_ties_vs_drop(flag_off, f"{p}dpo_small_drop_ties"),
+            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(drop,), control=flag_off),
         ),
         Claim(
             id=f"{p}ties_limit_distribution_shift",
@@ -294,8 +301,10 @@ def _tier_claims(p: str, scale: str, tier: str) -> tuple[Claim, ...]:
             scale=scale,
             rule="KL of DPO-RK(small-silent) < KL of DPO(small-forced) in every seed, gap > 2 s.e.",
             decide=_paired(f"{p}rk_small_silent", f"{p}dpo_small_forced", "kl", False),
-            control_description=control,
-            control=_paired(flag_off, f"{p}dpo_small_forced", "kl", False),
+            control_description=drop_control,
+            control=_paired(drop, f"{p}dpo_small_forced", "kl", False),
+            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(f"{p}dpo_small_forced",),
+                           control=drop),
         ),
     )
 
@@ -311,6 +320,7 @@ CLAIMS = (
         decide=_noise_rule("labels_small_forced"),
         control_description="forced labeler with a quarter of the perception noise (0.25, far below the near-tie gaps)",
         control=_noise_rule("labels_low_noise_forced"),
+        arms=ClaimArms(method="labels_small_forced", control="labels_low_noise_forced"),
     ),
     *_tier_claims("", SCALE, "tabular"),
     *_tier_claims("lm_", SCALE_LM, "tiny LM"),
