@@ -1,6 +1,6 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 (ephemeral port), in a thread.
 
-Replies ``"echo: <last user message>"`` with usage ``prompt_tokens`` = characters of all
+Replies ``"echo: <last user message>"`` (or ``reply_fn(messages)``) with usage ``prompt_tokens`` = characters of all
 messages and ``completion_tokens`` = characters of the reply. Special user messages:
 ``"slow:<seconds>"`` sleeps before answering; ``"bad-request"`` answers 400. ``failures`` is a
 queue of statuses answered (in order) before any normal reply, e.g. ``[429, 500]``;
@@ -18,8 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeServer:
-    def __init__(self, models: tuple[str, ...] = ("fake-model",), delay_s: float = 0.0) -> None:
+    def __init__(self, models: tuple[str, ...] = ("fake-model",), delay_s: float = 0.0,
+                 reply_fn=None) -> None:
         self.models = models
+        self.reply_fn = reply_fn  # messages -> reply text (default: the echo)
         self.delay_s = delay_s
         self.failures: deque[int] = deque()
         self.retry_after: str | None = None
@@ -104,7 +106,7 @@ class FakeServer:
                     if last == "bad-request":
                         self._send(400, {"error": {"message": "model 'x' does not exist"}})
                         return
-                    reply = f"echo: {last}"
+                    reply = server.reply_fn(body["messages"]) if server.reply_fn else f"echo: {last}"
                     for s in body.get("stop") or []:
                         if s in reply:
                             reply = reply[: reply.index(s)]

@@ -36,12 +36,18 @@ def no_sockets(monkeypatch):
 
 
 def test_a_paper_smoke_run_opens_no_socket(no_sockets, tmp_path):
+    """verbalized_bp puts chat models in every role; by default they are offline and local."""
     from icml26.harness.runner import run_paper
 
-    result = run_paper("unanimous_lottery", "smoke", out=tmp_path)
+    result = run_paper("verbalized_bp", "smoke", seeds=[0], out=tmp_path,
+                       overrides={"n_iters": "2", "n_train": "20", "n_eval": "50"})
     assert result["status"] == "ok", result.get("error")
     assert no_sockets == []
-    assert result["llm_usage"] == {}  # this paper calls no chat model
+    usage = result["llm_usage"]
+    assert usage["scripted:local_proposer"]["calls"] == 6 * 2  # 6 loop arms x 2 iterations
+    assert usage["scripted:template_sender:letter"]["calls"] > 0
+    assert all(stats["requests"] == 0 for stats in usage.values())  # no HTTP request at all
+    assert not any(k.startswith("openai_compatible") for k in usage)
 
 
 def test_default_resolution_opens_no_socket(no_sockets):

@@ -17,6 +17,7 @@ from typing import Any
 ROLES = ("system", "user", "assistant", "tool")
 
 Message = dict[str, str]
+_PLAIN = {"role": None, "content": None}.keys()
 
 
 def validate_messages(messages: Any) -> list[Message]:
@@ -47,6 +48,9 @@ def validate_messages(messages: Any) -> list[Message]:
         raise ValueError("messages is empty: a conversation needs at least one message")
     out: list[Message] = []
     for i, m in enumerate(messages):
+        if type(m) is dict and m.keys() == _PLAIN and type(m["content"]) is str and m["role"] in ROLES:
+            out.append({"role": m["role"], "content": m["content"]})  # the common case, fast
+            continue
         if not isinstance(m, Mapping):
             raise TypeError(f"messages[{i}] must be a dict with 'role' and 'content', "
                             f"got {type(m).__name__}")
@@ -109,6 +113,10 @@ class SamplingParams:
     logprobs: bool = False
 
     def __post_init__(self) -> None:
+        if (type(self.max_tokens) is int and self.max_tokens >= 1 and type(self.temperature) is float
+                and 0.0 <= self.temperature < math.inf and (self.seed is None or type(self.seed) is int)
+                and self.stop == () and self.response_format is None and type(self.logprobs) is bool):
+            return  # the common case, already normal
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, numbers.Integral) \
                 or self.max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive integer, got {self.max_tokens!r}")

@@ -57,6 +57,9 @@ class UsageStats:
         return d
 
 
+_FIELDS = frozenset(UsageStats.__dataclass_fields__)
+
+
 class UsageTracker:
     """Thread-safe totals per ``backend:model`` name.
 
@@ -75,12 +78,16 @@ class UsageTracker:
 
     def record(self, name: str, **counts: float) -> None:
         """Add ``counts`` (fields of :class:`UsageStats`) to the totals of ``name``."""
+        unknown = counts.keys() - _FIELDS
+        if unknown:
+            raise KeyError(f"unknown usage field {sorted(unknown)[0]!r}")
         with self._lock:
-            stats = self._by_model.setdefault(name, UsageStats())
+            stats = self._by_model.get(name)
+            if stats is None:
+                stats = self._by_model[name] = UsageStats()
+            d = stats.__dict__
             for k, v in counts.items():
-                if not hasattr(stats, k):
-                    raise KeyError(f"unknown usage field {k!r}")
-                setattr(stats, k, getattr(stats, k) + v)
+                d[k] += v
 
     def by_model(self) -> dict[str, UsageStats]:
         """A copy of the per-``backend:model`` totals."""
