@@ -25,7 +25,6 @@ import numpy as np
 
 from icml26.core.llm import resolve_chat_model
 from icml26.harness import (
-    INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
@@ -376,4 +375,4 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     return paths
 
 
-__all__ = ["ARMS", "CLAIMS", "Config", "INCONCLUSIVE", "plot", "run", "theory"]
+__all__ = ["ARMS", "CLAIMS", "Config", "plot", "run", "theory"]
