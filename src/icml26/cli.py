@@ -70,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="model name on the --llm server (default: the only one it serves)")
         sp.add_argument("--llm-cache", metavar="DIR", default=None,
                         help="cache LLM replies in DIR; a rerun makes no request")
+        sp.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
+                        help="where training loops run (default: each config's, cpu); a GPU "
+                             "changes the numbers, not the code")
+        sp.add_argument("--executor", default="local", choices=("local", "ray"),
+                        help="local (in process / --jobs N processes) or ray: one Ray task per "
+                             "(paper, seed); needs icml26[ray]")
+        sp.add_argument("--address", default=None,
+                        help="Ray cluster address (auto, ray://host:port); default: a local Ray")
         sp.add_argument("--resume", action="store_true",
                         help="reuse the seeds an earlier run of the same config completed "
                              "(checkpoints under OUT/SLUG/PROFILE/.seeds/)")
@@ -91,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
                             description="Write DIR/REPORT.md and DIR/report.html from the latest results.")
     report.add_argument("--results", default="results", help="results folder (default: results/)")
     report.add_argument("--profile", default=None, choices=PROFILES, help="only this profile")
+    report.add_argument("--readme", action="store_true",
+                        help="also merge the latest results (of --profile, default quick) into "
+                             "docs/results/PROFILE.json and regenerate the README tables from it "
+                             "(run from the repository root)")
     return p
 
 
@@ -150,38 +162,72 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 class _RichProgress:
-    """Progress bars over seeds (one task per paper) on stderr."""
+    """Progress on stderr: papers done/total, the current paper's seed and phase, elapsed and
+    estimated time (rich bars on a TTY, plain timestamped lines otherwise)."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
+    def __init__(self, enabled: bool, n_papers: int = 1) -> None:
+        self.tty = enabled and sys.stderr.isatty()
+        self.enabled = enabled
+        self.n_papers = n_papers
         self._progress = None
+        self._overall = None
+        self._done: set[str] = set()
+        self._t0 = 0.0
 
     def __enter__(self) -> _RichProgress:
-        if self.enabled:
+        import time
+
+        self._t0 = time.monotonic()
+        if self.tty:
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                      TextColumn("{task.completed}/{task.total} seeds"),
-                                      TimeElapsedColumn(), console=Console(stderr=True))
+                                      MofNCompleteColumn(), TimeElapsedColumn(),
+                                      TextColumn("eta"), TimeRemainingColumn(),
+                                      console=Console(stderr=True))
             self._progress.__enter__()
+            self._overall = self._progress.add_task("papers", total=self.n_papers)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
             self._progress.__exit__(*exc)
 
+    def _paper_done(self, slug: str) -> None:
+        if slug not in self._done:
+            self._done.add(slug)
+            if self._progress is not None:
+                self._progress.update(self._overall, completed=len(self._done))
+
     def factory(self, slug: str):
+        import time
+
+        if not self.enabled:
+            return None
         if self._progress is None:
             def plain(msg: str, i: int, n: int) -> None:
-                if msg != "done":
-                    with contextlib.suppress(OSError):  # a closed pipe must not stop the run
-                        print(f"[{slug}] {msg} ({i + 1}/{n})", file=sys.stderr, flush=True)
+                if msg == "done":
+                    self._paper_done(slug)
+                elapsed = time.monotonic() - self._t0
+                papers = f"paper {len(self._done) + (msg != 'done')}/{self.n_papers}"
+                with contextlib.suppress(OSError):  # a closed pipe must not stop the run
+                    print(f"[{elapsed:7.1f} s] {papers} {slug}: {msg} ({min(i + 1, n)}/{n} seeds)",
+                          file=sys.stderr, flush=True)
             return plain
         task = self._progress.add_task(slug, total=None)
 
         def update(msg: str, i: int, n: int) -> None:
-            self._progress.update(task, total=n, completed=i, description=f"{slug}: {msg}")
+            self._progress.update(task, total=n, completed=i, description=f"  {slug}: {msg}")
+            if msg == "done":
+                self._paper_done(slug)
         return update
 
 
@@ -191,10 +237,10 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     from .harness.runner import run_many
 
     apply_llm_settings(args.llm, args.llm_model, args.llm_cache)  # env: reaches --jobs workers too
-    with _RichProgress(not args.no_progress) as bars:
+    with _RichProgress(not args.no_progress, len(slugs)) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
-                           resume=args.resume)
+                           resume=args.resume, executor=args.executor, address=args.address)
     code = EXIT_OK
     for res in results:
         if res["status"] == "error":
@@ -235,6 +281,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _run(slugs, args, write_report=False)
 
 
+def _device_override(args: argparse.Namespace) -> None:
+    if getattr(args, "device", None):
+        args.overrides = [*args.overrides, f"device={args.device}"]
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     slugs = args.slugs or [p.slug for p in implemented_papers()]
     _check_runnable(slugs, args)
@@ -245,6 +296,7 @@ def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
     """Usage errors surface before anything runs: unknown slug, not implemented, bad --set."""
     from .harness.runner import build_config, route_overrides
 
+    _device_override(args)
     for slug in slugs:
         if not get_paper(slug).implemented:
             raise NotImplementedError(f"paper {slug!r} is not implemented yet")
@@ -260,6 +312,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no results folder {args.results!r}; run `icml26 reproduce` first")
     md, html_path = write_report(args.results, args.profile)
     print(f"report: {md} and {html_path}")
+    if args.readme:
+        from .harness.readme import update_from_results
+
+        if not Path("README.md").is_file():
+            raise FileNotFoundError("--readme rewrites ./README.md: run it from the repository root")
+        summary, changed = update_from_results(args.results, ".", args.profile or "quick")
+        print(f"summary: {summary}; README tables rewritten: {[str(c) for c in changed] or 'none'}")
     return EXIT_OK
 
 

@@ -188,7 +188,7 @@ def test_reproduce_writes_report(tmp_path, capsys):
     md = (out / "REPORT.md").read_text()
     assert "zz_fake" in md and "reproduced" in md and "not implemented" in md
     html = (out / "report.html").read_text()
-    assert "<table>" in html and "curve.png" in html
+    assert "<table class=\"claims\">" in html and "curve.png" in html
     md_path, _ = write_report(out, profile="quick")  # no quick results: papers listed as not run
     assert "| zz_fake | — | — | — | not run |" in md_path.read_text()
 

@@ -46,11 +46,17 @@ class ExperimentConfig:
         Intra-op torch threads while the experiment runs (the runner restores the previous value).
         1 by default: the laptop-scale models here run as fast on one thread, and two threads
         per process oversubscribe a shared 2-core machine. ``None`` leaves torch's setting alone.
+    device : str
+        ``cpu`` (default), ``cuda``, ``cuda:N`` or ``auto`` (cuda when available). Papers read
+        :attr:`torch_device` and pass it to their training loops; a GPU run changes the numbers
+        (other kernels), not the code. An unknown device, or cuda where none is available, is
+        a usage error.
     """
 
     profile: str = "custom"
     seeds: tuple[int, ...] = (0,)
     torch_threads: int | None = 1
+    device: str = "cpu"
 
     PROFILES: ClassVar[tuple[str, ...]] = PROFILES
     BOUNDS: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
@@ -77,12 +83,13 @@ class ExperimentConfig:
             self.out_of_range("seeds", "distinct seeds")
         if self.torch_threads is not None and self.torch_threads < 1:
             self.out_of_range("torch_threads", "an int >= 1 or none")
+        self._check_device()
         names = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(self.BOUNDS) - names)
         if unknown:
             raise TypeError(f"{type(self).__name__}.BOUNDS names unknown fields {unknown}")
         for f in dataclasses.fields(self):
-            if f.name in ("seeds", "torch_threads"):
+            if f.name in ("seeds", "torch_threads", "device"):
                 continue
             value = getattr(self, f.name)
             values = value if isinstance(value, tuple | list) else (value,)
@@ -122,6 +129,36 @@ class ExperimentConfig:
         if not isinstance(config, cls):
             raise ConfigError(f"{cls.__name__}.{profile}() must return a {cls.__name__}")
         return dataclasses.replace(config, profile=profile)
+
+    def _check_device(self) -> None:
+        import re
+
+        dev = self.device
+        if not isinstance(dev, str) or not re.fullmatch(r"cpu|auto|cuda(:\d+)?", dev):
+            self.out_of_range("device", "cpu, cuda, cuda:N or auto")
+        if dev.startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available():
+                self.out_of_range("device", "cpu or auto here: this machine has no CUDA device")
+            index = int(dev.split(":")[1]) if ":" in dev else 0
+            if index >= torch.cuda.device_count():
+                self.out_of_range("device", f"cuda:0..cuda:{torch.cuda.device_count() - 1}")
+
+    @property
+    def torch_device(self) -> str:
+        """The resolved torch device string (``auto`` becomes ``cuda`` or ``cpu``)."""
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    @property
+    def resources(self) -> dict[str, float]:
+        """What one seed asks an executor for (Ray: ``num_cpus``, ``num_gpus``)."""
+        gpu = self.device.startswith("cuda") or (self.device == "auto" and self.torch_device != "cpu")
+        return {"num_cpus": float(self.torch_threads or 1), "num_gpus": 1.0 if gpu else 0.0}
 
     @property
     def budget_s(self) -> float:

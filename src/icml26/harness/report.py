@@ -131,7 +131,6 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
           "| # | paper | claim | paper's figure | ours | verdict | negative control | tuning | scale | profile | runtime |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     sections: list[str] = []
-    rows_html: list[str] = []
     for info in PAPERS.values():
         err = errors.get(info.slug)
         newer_error = err is not None and (info.slug not in latest or err[1].get("started_at", "")
@@ -142,7 +141,6 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
                 status = "⚠️ error (no completed run)"
             cells = [info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—", "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-            rows_html.append(_html_row(cells))
             continue
         path, res = latest[info.slug]
         rel = path.parent.relative_to(results_dir)
@@ -152,14 +150,12 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
             cells = [info.number, info.slug, "—", "—", f"a newer run raised: `{erel}`",
                      "⚠️ error (last completed run below)", "—", "—", "—", err[1]["profile"], "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-            rows_html.append(_html_row(cells))
         for c in res["claims"]:
             cells = [info.number, info.slug, f"{c['id']}: {c['statement']}", c["paper_value"],
                      c.get("ours", ""), _BADGE.get(c["verdict"], c["verdict"]),
                      f"{c['negative_control']['description']}: {_control(c)}",
                      tuning_cell(res, c), c.get("scale", ""), res["profile"], runtime]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-            rows_html.append(_html_row(cells))
         section = [f"## {info.number}. {info.slug} — {info.title}", "",
                    f"result: `{rel}/latest.json` · status **{res['status']}** · seeds {res['seeds']}", ""]
         if newer_error:
@@ -173,46 +169,117 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
     md_path = results_dir / "REPORT.md"
     atomic_write_text(md_path, "\n".join(md) + "\n")
     html_path = results_dir / "report.html"
-    atomic_write_text(html_path, _html(rows_html, latest, results_dir))
+    atomic_write_text(html_path, _html(latest, errors, results_dir))
     return md_path, html_path
 
 
-def _html_row(cells: list[Any]) -> str:
-    return "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
+def _html_row(cells: list[Any], cls: str = "") -> str:
+    attr = f' class="{cls}"' if cls else ""
+    return f"<tr{attr}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
 
 
-def _html(rows: list[str], latest: Mapping[str, tuple[Path, dict]], results_dir: Path) -> str:
-    figures = []
-    for slug, (path, res) in latest.items():
-        rel = path.parent.relative_to(results_dir)
-        imgs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(p)}">'
-                       f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
-        if imgs:
-            figures.append(f"<h2>{html.escape(slug)}</h2><div class='figs'>{imgs}</div>")
-    head = ("<th>#</th><th>paper</th><th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th>"
-            "<th>negative control</th><th>tuning</th><th>scale</th><th>profile</th><th>runtime</th>")
-    regime_tables = []
-    for slug, (_path, res) in latest.items():
-        for c in res["claims"]:
-            if c.get("regimes"):
-                rows_r = "".join(_html_row([r["condition"], _BADGE.get(r["verdict"], r["verdict"]),
-                                            r["ours"]]) for r in c["regimes"])
-                regime_tables.append(f"<h3>{html.escape(slug)}: {html.escape(c['id'])} per regime</h3>"
-                                     f"<table><thead><tr><th>condition</th><th>verdict</th><th>ours"
-                                     f"</th></tr></thead><tbody>{rows_r}</tbody></table>")
+_VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "no", "inconclusive": "mid"}
+
+
+def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
+    """Papers x verdict counts as stacked CSS bars (no script, no CDN)."""
+    rows = []
+    for info in PAPERS.values():
+        if info.slug not in latest:
+            continue
+        claims = latest[info.slug][1]["claims"]
+        if not claims:
+            continue
+        segs = []
+        for verdict in ("reproduced", "inconclusive", "not reproduced"):
+            n = sum(c["verdict"] == verdict for c in claims)
+            if n:
+                segs.append(f'<span class="seg {_VERDICT_CLASS[verdict]}" style="flex:{n}" '
+                            f'title="{n} {verdict}">{n}</span>')
+        weak = sum(control_flag(c).startswith("POWERLESS") for c in claims)
+        flag = f' <span class="flag">{weak} POWERLESS</span>' if weak else ""
+        rows.append(f'<div class="bar-row"><a class="bar-label" href="#paper-{info.slug}">'
+                    f'{info.number}. {html.escape(info.slug)}</a><div class="bar">{"".join(segs)}'
+                    f"</div>{flag}</div>")
+    legend = ('<p class="legend"><span class="seg ok">reproduced</span> <span class="seg mid">'
+              'inconclusive</span> <span class="seg no">not reproduced</span></p>')
+    return f'<section id="summary"><h2>Summary</h2>{legend}{"".join(rows)}</section>'
+
+
+def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: Path,
+                   newer_error: Path | None) -> str:
+    rel = path.parent.relative_to(results_dir)
+    head = ("<th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th><th>rule</th>"
+            "<th>negative control</th><th>tuning</th><th>scale</th>")
+    rows = []
+    for c in res["claims"]:
+        flag = control_flag(c)
+        cls = _VERDICT_CLASS.get(c["verdict"], "")
+        cls += " powerless" if flag.startswith("POWERLESS") else ""
+        rows.append(f'<tr class="claim {cls}" data-claim="{html.escape(c["id"])}">'
+                    f"<td><b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}</td>"
+                    f"<td>{html.escape(c['paper_value'])}</td><td>{html.escape(c.get('ours', ''))}</td>"
+                    f'<td class="verdict">{html.escape(c["verdict"])}</td>'
+                    f"<td>{html.escape(c['rule'])}</td>"
+                    f"<td>{html.escape(c['negative_control']['description'])}: "
+                    f'<span class="cflag">{html.escape(_control(c))}</span></td>'
+                    f"<td>{html.escape(tuning_cell(res, c))}</td><td>{html.escape(c.get('scale', ''))}</td></tr>")
+    regimes = []
+    for c in res["claims"]:
+        if c.get("regimes"):
+            body = "".join(_html_row([r["condition"], r["verdict"], r["ours"]],
+                                     _VERDICT_CLASS.get(r["verdict"], ""))
+                           for r in c["regimes"])
+            regimes.append(f'<h4>{html.escape(c["id"])} per regime</h4><table class="regimes">'
+                           f"<thead><tr><th>condition</th><th>verdict</th><th>ours</th></tr></thead>"
+                           f"<tbody>{body}</tbody></table>")
+    figs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(p)}">'
+                   f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
+    err = ""
+    if newer_error is not None:
+        erel = newer_error.relative_to(results_dir)
+        err = (f'<p class="error">A newer run raised: <a href="{html.escape(str(erel))}">'
+               f"{html.escape(str(erel))}</a>. The table shows the last completed run.</p>")
+    return (f'<section class="paper" id="paper-{info.slug}"><h2>{info.number}. {html.escape(info.slug)}'
+            f" — {html.escape(info.title)}</h2>{err}<p>result: "
+            f'<a class="json" href="{html.escape(f"{rel}/latest.json")}">{html.escape(f"{rel}/latest.json")}</a>'
+            f" · status <b>{html.escape(res['status'])}</b> · profile {html.escape(res['profile'])} · seeds "
+            f"{html.escape(str(res['seeds']))} · {res['runtime_s']:.0f} s</p>"
+            f'<table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'{"".join(regimes)}<div class="figs">{figs}</div></section>')
+
+
+def _html(latest: Mapping[str, tuple[Path, dict]], errors: Mapping[str, tuple[Path, dict]],
+          results_dir: Path) -> str:
+    sections, missing = [], []
+    for info in PAPERS.values():
+        if info.slug not in latest:
+            status = "not implemented" if not info.implemented else "not run"
+            if info.slug in errors:
+                status = "error (no completed run)"
+            missing.append(f"<li>{info.number}. {html.escape(info.slug)}: {status}</li>")
+            continue
+        path, res = latest[info.slug]
+        err = errors.get(info.slug)
+        newer = err[0] if err and err[1].get("started_at", "") > res.get("started_at", "") else None
+        sections.append(_paper_section(info, path, res, results_dir, newer))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>icml26 reproduction report</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}
-table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top}}
-th{{background:#f3f3f3}}.figs{{display:flex;flex-wrap:wrap;gap:1em}}img{{max-width:460px}}</style></head>
+table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top}}
+th{{background:#f3f3f3}}.figs{{display:flex;flex-wrap:wrap;gap:1em}}img{{max-width:460px}}
+tr.ok td.verdict{{background:#dff3e0}}tr.no td.verdict{{background:#fbe0e0}}tr.mid td.verdict{{background:#f4f0d8}}
+tr.powerless .cflag{{background:#c00;color:#fff;padding:1px 4px;font-weight:bold}}
+.bar-row{{display:flex;align-items:center;gap:.5em;margin:2px 0}}.bar-label{{width:14em}}
+.bar{{display:flex;width:420px}}.seg{{color:#fff;text-align:center;font-size:12px;padding:1px 4px}}
+.seg.ok{{background:#2e7d32}}.seg.mid{{background:#9e9d24}}.seg.no{{background:#c62828}}
+.flag{{color:#c00;font-weight:bold}}.error{{color:#c00}}</style></head>
 <body><h1>icml26 reproduction report</h1>
 <p>Every number was measured by icml26 at laptop scale (2 CPU cores); the paper's figure is quoted
 for reference only. A negative control marked POWERLESS is identical to another arm or passes its
 own rule: that claim's check could not fail.</p>
-<table><thead><tr>{head}</tr></thead><tbody>
-{chr(10).join(rows)}
-</tbody></table>
-{''.join(regime_tables)}
-{''.join(figures)}
+{_summary_chart(latest)}
+{''.join(sections)}
+<section id="others"><h2>Papers without a completed result</h2><ul>{''.join(missing)}</ul></section>
 </body></html>
 """

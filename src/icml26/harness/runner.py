@@ -126,6 +126,13 @@ def aggregate(outputs: Sequence[SeedOutput]) -> dict[str, dict[str, list[float]]
     return metrics
 
 
+def run_seed(experiment: Any, config: ExperimentConfig, seed: int) -> SeedOutput:
+    """One seed of one paper, seeded and with torch's threads limited: the unit of every executor."""
+    seed_everything(seed)
+    with limit_torch_threads(config.torch_threads):
+        return _normalise(experiment.run(config, seed), seed)
+
+
 def run_experiment(
     experiment: Any,
     config: ExperimentConfig,
@@ -133,12 +140,14 @@ def run_experiment(
     progress: Progress | None = None,
     checkpoint_dir: Path | None = None,
     resume: bool = False,
+    compute: Callable[[int], SeedOutput] | None = None,
 ) -> tuple[dict[str, dict[str, list[float]]], list[SeedOutput], list[int]]:
     """Run every seed of ``config`` and gather ``{arm: {metric: [per seed]}}``.
 
     With ``checkpoint_dir`` each completed seed's output is written there; with ``resume`` a seed
     whose checkpoint exists is loaded instead of run. A seed that raises raises
     :class:`SeedFailure` (chained to the original error) carrying the completed seeds.
+    ``compute(seed)`` replaces the in-process :func:`run_seed` (an executor's gathered output).
     """
     outputs: list[SeedOutput] = []
     done: list[int] = []
@@ -151,10 +160,8 @@ def run_experiment(
         else:
             if progress:
                 progress(f"seed {seed}", i, len(config.seeds))
-            seed_everything(seed)
             try:
-                with limit_torch_threads(config.torch_threads):
-                    out = _normalise(experiment.run(config, seed), seed)
+                out = compute(seed) if compute else run_seed(experiment, config, seed)
                 aggregate([*outputs, out])  # arms/metrics must agree with the earlier seeds
             except Exception as exc:
                 raise SeedFailure(seed, list(done), list(outputs)) from exc
@@ -163,7 +170,7 @@ def run_experiment(
         outputs.append(out)
         done.append(seed)
     if progress:
-        progress("done", len(config.seeds), len(config.seeds))
+        progress("judging claims and plotting", len(config.seeds), len(config.seeds))
     return aggregate(outputs), outputs, done
 
 
@@ -214,8 +221,12 @@ def run_paper(
     out: str | Path = "results",
     progress: Progress | None = None,
     resume: bool = False,
+    seed_executor: Callable[..., tuple[dict, list[SeedOutput], list[int]]] | None = None,
 ) -> dict[str, Any]:
     """Run one paper and write its result file; return the result dict.
+
+    ``seed_executor`` (default :func:`run_experiment`, in process) runs the seeds; the Ray
+    executor passes one that gathers remote seed jobs. Judging and writing are the same for both.
 
     Usage errors (unknown slug, not implemented, bad profile, bad or out-of-range override)
     raise before anything runs. Anything that raises *during* the run is recorded as
@@ -235,9 +246,10 @@ def run_paper(
     outputs: list[SeedOutput] = []
     try:
         try:
+            execute = seed_executor or run_experiment
             with track_usage() as llm_usage:  # every core.llm chat-model call of the run
-                metrics, outputs, done = run_experiment(experiment, config, progress=progress,
-                                                        checkpoint_dir=ckpt_dir, resume=resume)
+                metrics, outputs, done = execute(experiment, config, progress=progress,
+                                                 checkpoint_dir=ckpt_dir, resume=resume)
         except SeedFailure as failure:
             # keep what completed: the partial result is judged on those seeds and marked so
             outputs, done = failure.outputs, failure.done
@@ -264,6 +276,8 @@ def run_paper(
     result["extras"] = to_jsonable(result["extras"])
     validate_result(result)
     write_result(result, outdir)
+    if progress:
+        progress("done", len(config.seeds), len(config.seeds))
     return result
 
 
@@ -350,17 +364,29 @@ def run_many(
     jobs: int = 1,
     progress_factory: Callable[[str], Progress | None] | None = None,
     resume: bool = False,
+    executor: str = "local",
+    address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run several papers; one failing paper never loses the others' results.
 
     Overrides are routed by :func:`route_overrides`, and every paper's config is built (and so
     validated) before the first paper runs: a usage error raises before any work.
-    ``jobs > 1`` runs papers in a process pool (one paper per process).
+    ``executor="local"``: in process, or ``jobs > 1`` papers in a process pool (one paper per
+    process). ``executor="ray"``: one Ray task per (paper, seed) on a local or existing cluster
+    (``address``), gathered and judged here exactly as the local path does
+    (:mod:`icml26.harness.ray_executor`).
     """
     slugs = list(slugs)
     routed = route_overrides(slugs, overrides)
-    for slug in slugs:
-        build_config(get_paper(slug).experiment(), profile, routed[slug], seeds)
+    configs = {slug: build_config(get_paper(slug).experiment(), profile, routed[slug], seeds)
+               for slug in slugs}
+    if executor == "ray":
+        from .ray_executor import run_many_ray
+
+        return run_many_ray(slugs, configs, profile, seeds=seeds, overrides=routed, out=out,
+                            progress_factory=progress_factory, resume=resume, address=address)
+    if executor != "local":
+        raise ConfigError(f"unknown executor {executor!r}; choose local or ray")
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(_run_isolated, s, profile, seeds, routed[s], out, None, resume)

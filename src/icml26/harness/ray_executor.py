@@ -1,0 +1,96 @@
+"""Run (paper, seed) jobs on Ray: a local instance or an existing cluster (``--address``).
+
+One Ray task per (paper, seed), with the CPU/GPU request of the paper's config
+(:attr:`ExperimentConfig.resources`). The driver gathers each paper's seeds in order and judges,
+plots and writes through :func:`~icml26.harness.runner.run_paper` exactly as the in-process path
+does, so the result JSON is the same and the metrics are bit-identical for the same seeds (each
+task runs :func:`~icml26.harness.runner.run_seed`, which seeds and limits threads as locally).
+Progress: a line per finished task. No scheduling of our own: Ray places the tasks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, ExperimentConfig
+from .registry import get_paper
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the ray executor needs Ray: pip install 'icml26[ray]'") from None
+    return ray
+
+
+def _seed_job(slug: str, config: ExperimentConfig, seed: int) -> str:
+    """Runs on a Ray worker: one seed of one paper, returned as JSON text (NaN-safe)."""
+    from .runner import _finite_json, run_seed
+
+    out = run_seed(get_paper(slug).experiment(), config, seed)
+    return json.dumps(_finite_json(out.to_json()))
+
+
+def _gathered(refs: Mapping[int, Any], ray: Any, seed: int):
+    from .runner import SeedOutput, _unfinite
+
+    if seed not in refs:
+        raise RuntimeError(f"seed {seed} was not submitted (its checkpoint vanished?)")
+    return SeedOutput.from_json(_unfinite(json.loads(ray.get(refs[seed]))))
+
+
+def run_many_ray(
+    slugs: Sequence[str],
+    configs: Mapping[str, ExperimentConfig],
+    profile: str,
+    *,
+    seeds: Sequence[int] | None,
+    overrides: Mapping[str, list[str]],
+    out: str | Path,
+    progress_factory: Callable[[str], Any] | None = None,
+    resume: bool = False,
+    address: str | None = None,
+) -> list[dict[str, Any]]:
+    """Submit every (paper, seed) job at once, then gather, judge and write paper by paper."""
+    from .runner import _config_key, _new_result, run_experiment, run_paper, write_result
+
+    ray = _ray()
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        task = ray.remote(_seed_job)
+        refs: dict[str, dict[int, Any]] = {}
+        for slug in slugs:
+            cfg = configs[slug]
+            ckpt = Path(out) / slug / cfg.profile / ".seeds" / _config_key(cfg)
+            refs[slug] = {seed: task.options(**cfg.resources).remote(slug, cfg, seed)
+                          for seed in cfg.seeds
+                          if not (resume and (ckpt / f"seed-{seed}.json").is_file())}
+        results = []
+        for slug in slugs:
+            progress = progress_factory(slug) if progress_factory else None
+            execute = partial(run_experiment, compute=partial(_gathered, refs[slug], ray))
+            try:
+                results.append(run_paper(slug, profile, seeds=seeds, overrides=overrides[slug],
+                                         out=out, progress=progress, resume=resume,
+                                         seed_executor=execute))
+            except Exception:
+                import traceback
+
+                result = _new_result(slug, profile, [], {})
+                result.update(status="error", error=traceback.format_exc())
+                write_result(result, Path(out) / slug / profile)
+                results.append(result)
+        return results
+    finally:
+        if started:
+            ray.shutdown()

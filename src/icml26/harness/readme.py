@@ -1,0 +1,151 @@
+"""README tables generated from result files, so that no number in a README is typed by hand.
+
+``icml26 report --readme`` reads the latest results of one profile (quick by default), writes a
+compact, checked-in summary (``docs/results/<profile>.json``: per paper the seeds, runtime, git
+revision and every claim's verdict, summary, control flag and regimes) and rewrites, from that
+summary alone:
+
+* the top-level README's paper table, between ``<!-- papers-table:start -->`` and
+  ``<!-- papers-table:end -->``;
+* each paper README's claim table, between ``<!-- claims-table:start -->`` and
+  ``<!-- claims-table:end -->`` (papers whose README has the markers).
+
+A test re-renders the tables from the checked-in summary and compares them with the READMEs, so a
+table can never drift from the results it was made from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .registry import PAPERS
+from .report import collect_latest, control_flag
+from .result import atomic_write_json, atomic_write_text
+
+TABLE_START, TABLE_END = "<!-- papers-table:start -->", "<!-- papers-table:end -->"
+CLAIMS_START, CLAIMS_END = "<!-- claims-table:start -->", "<!-- claims-table:end -->"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summarize(results_dir: str | Path, profile: str = "quick") -> dict[str, Any]:
+    """The checked-in summary of the latest completed ``profile`` result of every paper."""
+    papers: dict[str, Any] = {}
+    for slug, (_path, res) in sorted(collect_latest(Path(results_dir), profile).items()):
+        if slug not in PAPERS or PAPERS[slug].module is not None:
+            continue  # test-only papers never reach a README
+        papers[slug] = {
+            "seeds": res["seeds"], "runtime_s": round(float(res["runtime_s"]), 1),
+            "git": (res.get("git") or {}).get("commit"), "started_at": res.get("started_at"),
+            "claims": [{"id": c["id"], "verdict": c["verdict"], "ours": c.get("ours", ""),
+                        "control_arm": c["negative_control"].get("arm", ""),
+                        "control_verdict": c["negative_control"]["verdict"],
+                        "control_flag": control_flag(c),
+                        "regimes": [[r["condition"], r["verdict"]] for r in c.get("regimes", [])]}
+                       for c in res["claims"]],
+        }
+    return {"profile": profile, "papers": papers}
+
+
+def _counts(claims: list[Mapping[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for c in claims:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    order = ("reproduced", "not reproduced", "inconclusive")
+    text = ", ".join(f"{counts[v]} {v}" for v in order if v in counts)
+    weak = sum(c["control_flag"].startswith("POWERLESS") for c in claims)
+    return text + (f" ({weak} with a POWERLESS control)" if weak else "")
+
+
+def render_papers_table(summary: Mapping[str, Any]) -> str:
+    """The top-level README's paper table (all 19 papers) from a summary."""
+    profile = summary["profile"]
+    lines = ["| # | slug | paper | API entry point | "
+             f"{profile} verdicts (measured here) |", "|---|---|---|---|---|"]
+    for info in PAPERS.values():
+        if info.module is not None:
+            continue
+        row = summary["papers"].get(info.slug)
+        link = f"[{info.slug}](src/icml26/papers/{info.slug}/README.md)" if row else info.slug
+        api = f"`{info.api}`" if info.api and row else "—"
+        if row is None:
+            status = "not run" if info.implemented else "not implemented"
+        else:
+            status = (f"{_counts(row['claims'])}; {len(row['seeds'])} seed"
+                      f"{'s' if len(row['seeds']) != 1 else ''}, {row['runtime_s']:.0f} s")
+        lines.append(f"| {info.number} | {link} | {_cell(info.short)} | {api} | {status} |")
+    return "\n".join(lines)
+
+
+def render_claims_table(summary: Mapping[str, Any], slug: str) -> str:
+    """One paper's claim table from a summary."""
+    row = summary["papers"][slug]
+    lines = [f"Measured by `icml26 run {slug} --profile {summary['profile']}` (seeds "
+             f"{row['seeds']}, {row['runtime_s']:.0f} s, git {str(row['git'])[:10]}):", "",
+             "| claim | verdict | ours | control arm | control |", "|---|---|---|---|---|"]
+    for c in row["claims"]:
+        lines.append(f"| {_cell(c['id'])} | {c['verdict']} | {_cell(c['ours'])} | "
+                     f"{_cell(c['control_arm'])} | {c['control_verdict']} ({_cell(c['control_flag'])}) |")
+        for cond, verdict in c["regimes"]:
+            lines.append(f"| ↳ {_cell(cond)} | {verdict} | | | |")
+    return "\n".join(lines)
+
+
+def _replace_between(text: str, start: str, end: str, body: str) -> str:
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"markers {start} ... {end} not found")
+    return pattern.sub(lambda _m: f"{start}\n{body}\n{end}", text, count=1)
+
+
+def extract_between(text: str, start: str, end: str) -> str | None:
+    m = re.search(re.escape(start) + r"\n(.*?)\n" + re.escape(end), text, re.S)
+    return m.group(1) if m else None
+
+
+def write_readmes(summary: Mapping[str, Any], root: str | Path = ".") -> list[Path]:
+    """Rewrite the README tables under ``root`` from ``summary``; return the files changed."""
+    root = Path(root)
+    changed = []
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    new = _replace_between(text, TABLE_START, TABLE_END, render_papers_table(summary))
+    if new != text:
+        atomic_write_text(readme, new)
+        changed.append(readme)
+    for slug in summary["papers"]:
+        path = root / "src" / "icml26" / "papers" / slug / "README.md"
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if CLAIMS_START not in text:
+            continue
+        new = _replace_between(text, CLAIMS_START, CLAIMS_END, render_claims_table(summary, slug))
+        if new != text:
+            atomic_write_text(path, new)
+            changed.append(path)
+    return changed
+
+
+def update_from_results(results_dir: str | Path, root: str | Path = ".",
+                        profile: str = "quick") -> tuple[Path, list[Path]]:
+    """Merge the latest results into ``docs/results/<profile>.json`` and rewrite the READMEs.
+
+    Papers without a result in ``results_dir`` keep their entry of the existing summary, so
+    results gathered on several machines (or runs) merge.
+    """
+    root = Path(root)
+    path = root / "docs" / "results" / f"{profile}.json"
+    summary = summarize(results_dir, profile)
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        summary["papers"] = {**old.get("papers", {}), **summary["papers"]}
+        summary["papers"] = dict(sorted(summary["papers"].items()))
+    atomic_write_json(path, summary)
+    return path, write_readmes(summary, root)

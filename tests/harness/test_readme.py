@@ -1,0 +1,93 @@
+"""README tables are generated from the checked-in results summary and never drift from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from icml26 import cli
+from icml26.harness import PAPERS, PaperInfo, run_paper
+from icml26.harness.readme import (
+    CLAIMS_END,
+    CLAIMS_START,
+    TABLE_END,
+    TABLE_START,
+    extract_between,
+    render_claims_table,
+    render_papers_table,
+    summarize,
+    update_from_results,
+)
+from icml26.harness.registry import register
+
+ROOT = Path(__file__).resolve().parents[2]
+SUMMARY = ROOT / "docs" / "results" / "quick.json"
+
+
+def test_readme_tables_match_the_checked_in_summary():
+    if not SUMMARY.is_file():
+        pytest.skip("no docs/results/quick.json yet (icml26 report --readme writes it)")
+    summary = json.loads(SUMMARY.read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert extract_between(readme, TABLE_START, TABLE_END) == render_papers_table(summary)
+    for slug in summary["papers"]:
+        path = ROOT / "src" / "icml26" / "papers" / slug / "README.md"
+        text = path.read_text() if path.is_file() else ""
+        if CLAIMS_START in text:
+            assert extract_between(text, CLAIMS_START, CLAIMS_END) == \
+                render_claims_table(summary, slug), slug
+
+
+def test_summary_and_tables_from_a_fake_paper(tmp_path, monkeypatch):
+    import sys
+
+    from tests.harness import fake_paper as mod
+
+    # a paper registered without a test module path reaches the README like a real one
+    register(PaperInfo(96, "zz_readme", "Fake", "fake readme paper", None, None, "zz.api",
+                       module=None))
+    sys.modules["icml26.papers.zz_readme"] = type(sys)("icml26.papers.zz_readme")
+    sys.modules["icml26.papers.zz_readme.experiment"] = mod
+    monkeypatch.setattr(PaperInfo, "implemented", property(lambda self: self.slug == "zz_readme"
+                                                           or self.module is None and False))
+    try:
+        run_paper("zz_readme", "quick", out=tmp_path / "res")
+        root = tmp_path / "repo"
+        (root / "src" / "icml26" / "papers" / "zz_readme").mkdir(parents=True)
+        (root / "README.md").write_text(f"intro\n{TABLE_START}\nold\n{TABLE_END}\nend\n")
+        paper_readme = root / "src" / "icml26" / "papers" / "zz_readme" / "README.md"
+        paper_readme.write_text(f"# p\n{CLAIMS_START}\n{CLAIMS_END}\n")
+        path, changed = update_from_results(tmp_path / "res", root)
+        summary = json.loads(path.read_text())
+        assert summary["papers"]["zz_readme"]["claims"][0]["verdict"] == "reproduced"
+        table = extract_between((root / "README.md").read_text(), TABLE_START, TABLE_END)
+        assert "| 96 | [zz_readme]" in table and "1 reproduced; 4 seeds" in table
+        assert "| 1 | syvla |" in table
+        claims = extract_between(paper_readme.read_text(), CLAIMS_START, CLAIMS_END)
+        assert "| better | reproduced |" in claims
+        # merging: a second results folder without this paper keeps its entry
+        (tmp_path / "empty").mkdir()
+        path, _ = update_from_results(tmp_path / "empty", root)
+        assert "zz_readme" in json.loads(path.read_text())["papers"]
+    finally:
+        PAPERS.pop("zz_readme", None)
+        sys.modules.pop("icml26.papers.zz_readme.experiment", None)
+        sys.modules.pop("icml26.papers.zz_readme", None)
+
+
+def test_summary_skips_test_only_papers(tmp_path):
+    register(PaperInfo(99, "zz_fake", "A fake paper", "fake", None, None, module="tests.harness"))
+    import sys
+
+    from tests.harness import fake_paper as mod
+
+    sys.modules["tests.harness.experiment"] = mod
+    try:
+        run_paper("zz_fake", "quick", out=tmp_path)
+        assert summarize(tmp_path)["papers"] == {}
+        assert cli.main(["report", "--results", str(tmp_path)]) == 0
+    finally:
+        PAPERS.pop("zz_fake", None)
+        sys.modules.pop("tests.harness.experiment", None)
