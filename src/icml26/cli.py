@@ -63,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--jobs", type=int, default=1,
                         help="papers to run in parallel processes (default 1)")
         sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
+        sp.add_argument("--llm", metavar="URL", default=None,
+                        help="OpenAI-compatible server for the papers' LLM roles, e.g. "
+                             "http://127.0.0.1:8080/v1 (default: offline models, no network)")
+        sp.add_argument("--llm-model", metavar="NAME", default=None,
+                        help="model name on the --llm server (default: the only one it serves)")
+        sp.add_argument("--llm-cache", metavar="DIR", default=None,
+                        help="cache LLM replies in DIR; a rerun makes no request")
         sp.add_argument("--device", default=None, choices=("cpu", "cuda", "auto"),
                         help="where training loops run (default: each config's, cpu); a GPU "
                              "changes the numbers, not the code")
@@ -225,9 +232,11 @@ class _RichProgress:
 
 
 def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
+    from .core.llm.resolve import apply_llm_settings
     from .harness.report import control_flag
     from .harness.runner import run_many
 
+    apply_llm_settings(args.llm, args.llm_model, args.llm_cache)  # env: reaches --jobs workers too
     with _RichProgress(not args.no_progress, len(slugs)) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.llm.usage import track_usage
 from ._json import to_jsonable
 from .claims import check_claims, judge
 from .config import ConfigError, ExperimentConfig, parse_assignments
@@ -246,8 +247,9 @@ def run_paper(
     try:
         try:
             execute = seed_executor or run_experiment
-            metrics, outputs, done = execute(experiment, config, progress=progress,
-                                             checkpoint_dir=ckpt_dir, resume=resume)
+            with track_usage() as llm_usage:  # every core.llm chat-model call of the run
+                metrics, outputs, done = execute(experiment, config, progress=progress,
+                                                 checkpoint_dir=ckpt_dir, resume=resume)
         except SeedFailure as failure:
             # keep what completed: the partial result is judged on those seeds and marked so
             outputs, done = failure.outputs, failure.done
@@ -257,6 +259,7 @@ def run_paper(
             result["seeds"] = list(done)
             result["partial"] = True
             metrics = aggregate(outputs)
+        result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
         _fill_measurements(result, experiment, config, metrics, outputs, outdir)
     except Exception:
         result["status"] = "error"
