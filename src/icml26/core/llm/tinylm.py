@@ -134,7 +134,8 @@ class TinyLMChat(BaseChatModel):
     ``max_tokens`` tokens, or the context's end (``"length"``). ``seed`` seeds a
     ``torch.Generator`` (None: torch's global RNG). Returned log-probabilities are those of
     the model distribution (temperature 1), as :func:`~icml26.core.lm.generate.generate` returns.
-    Tokens are the tokenizer's (characters and tags).
+    Tokens are the tokenizer's (characters and tags). The disk cache (``cache_dir``) keys on
+    ``name``, not on the weights: give each trained model its own name before caching it.
     """
 
     backend = "tinylm"
