@@ -354,3 +354,19 @@ def test_failed_rerun_leaves_latest_and_report_shows_both(tmp_path):
     md, _ = write_report(tmp_path)
     text = md.read_text()
     assert "a newer run raised" in text and "better:" in text
+
+
+def test_paired_claim_builds_rule_text_arms_and_control_from_one_declaration():
+    from icml26.harness import paired_claim
+
+    c = paired_claim(id="x", statement="s", paper_value="p", metric="m", scale="toy", key="err",
+                     method="a", baseline="b", control="c", control_description="d",
+                     higher_is_better=False)
+    assert c.arms.method == "a" and c.arms.baselines == ("b",) and c.arms.control == "c"
+    assert "a lower than b on err" in c.rule
+    metrics = {"a": {"err": [1.0, 1.1, 0.9]}, "b": {"err": [2.0, 2.2, 2.1]},
+               "c": {"err": [2.1, 2.1, 2.0]}}
+    entry = judge(c, metrics, None)
+    assert entry["verdict"] == REPRODUCED
+    assert entry["negative_control"]["verdict"] != REPRODUCED
+    assert entry["negative_control"]["metrics_read"] == ["err"]

@@ -10,6 +10,7 @@ from .claims import (
     Regime,
     all_of,
     mean_se,
+    paired_claim,
     paired_improvement,
     per_regime,
     threshold_rule,
@@ -25,7 +26,7 @@ __all__ = [
     "BUDGET_S", "INCONCLUSIVE", "NOT_REPRODUCED", "PAPERS", "PROFILES", "REPRODUCED", "Claim",
     "ClaimArms", "ConfigError", "Decision", "ExperimentConfig", "PaperInfo", "Regime",
     "SeedOutput", "Tuned", "TuningSpec", "UnknownPaperError", "all_of", "assert_pinned",
-    "get_paper", "implemented_papers", "mean_se", "paired_improvement", "per_regime",
+    "get_paper", "implemented_papers", "mean_se", "paired_claim", "paired_improvement", "per_regime",
     "run_many", "run_paper", "seed_everything", "threshold_rule", "torch_generator", "tune",
     "tune_arms",
 ]

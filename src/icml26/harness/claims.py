@@ -256,6 +256,43 @@ def judge(claim: Claim, metrics: Metrics, config: Any) -> dict[str, Any]:
     return entry
 
 
+def paired_claim(
+    *,
+    id: str,
+    statement: str,
+    paper_value: str,
+    metric: str,
+    scale: str,
+    key: str,
+    method: str,
+    baseline: str,
+    control: str,
+    control_description: str,
+    higher_is_better: bool = True,
+    min_gap: float = 0.0,
+    extra_baselines: tuple[str, ...] = (),
+) -> Claim:
+    """The most common claim shape in one call: "``method`` beats ``baseline`` on metric ``key``
+    in every seed by more than 2 s.e. (and ``min_gap``)", with the control arm run through the
+    same rule against the same baseline. The rule text is generated from the arguments, so the
+    text and the code cannot disagree."""
+    better = "higher" if higher_is_better else "lower"
+    gap = f" and > {min_gap:g}" if min_gap else ""
+    rule = (f"{method} {better} than {baseline} on {key} in every seed, mean paired gap > 2 s.e."
+            f"{gap}")
+
+    def judge_arm(arm: str) -> Rule:
+        return lambda m, c: paired_improvement(m[arm][key], m[baseline][key],
+                                               higher_is_better=higher_is_better, min_gap=min_gap,
+                                               label=f"{arm} vs {baseline}: ")
+
+    return Claim(id=id, statement=statement, paper_value=paper_value, metric=metric, scale=scale,
+                 rule=rule, decide=judge_arm(method), control_description=control_description,
+                 control=judge_arm(control),
+                 arms=ClaimArms(method=method, baselines=(baseline, *extra_baselines),
+                                control=control))
+
+
 def check_claims(claims: Sequence[Claim], arms_produced: set[str] | None = None) -> None:
     """Refuse claims that cannot be judged: duplicate ids, missing arms, unknown arm names.
 

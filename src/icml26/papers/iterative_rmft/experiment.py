@@ -41,6 +41,7 @@ from icml26.harness import (
     ClaimArms,
     ExperimentConfig,
     SeedOutput,
+    paired_claim,
     paired_improvement,
     per_regime,
 )
@@ -204,33 +205,27 @@ SCALE = ("laptop-scale: numerical decision transformer (d=32, 2 layers), Bernoul
          "N=iterations RMFT rounds of L=16 rollouts on 128 tasks, top-k=2, 400 held-out tasks")
 
 CLAIMS = (
-    Claim(
+    paired_claim(
         id="lowers_regret",
         statement="Iterative RMFT lowers the regret of a model that knows no algorithm",
         paper_value="qualitative (abstract: improves DM performance for numerical Transformers)",
         metric="mean cumulative pseudo-regret at T on held-out Bernoulli MAB tasks (lower is better)",
-        scale=SCALE,
-        rule="RMFT regret < M0 regret in every seed, mean paired gap > 2 s.e.",
-        decide=lambda m, c: _lower(m, "rmft", "m0"),
+        scale=SCALE, key="regret_in_dist", higher_is_better=False,
+        method="rmft", baseline="m0", control="random_k",
         control_description="the same loop keeping k random rollouts per task (random_k: same "
                             "rollout and SFT compute, no regret signal), vs M0 through the same rule",
-        control=lambda m, c: _lower(m, "random_k", "m0"),
-        arms=ClaimArms(method="rmft", baselines=("m0",), control="random_k"),
     ),
-    Claim(
+    paired_claim(
         id="regret_filter_drives_gain",
         statement="The regret filter drives the gain: RMFT beats the same loop with random "
                   "selection at equal compute",
         paper_value="qualitative (abstract: regret as the training signal)",
         metric="mean cumulative pseudo-regret at T, in distribution (lower is better)",
-        scale=SCALE,
-        rule="RMFT regret < random_k regret in every seed, mean paired gap > 2 s.e.",
-        decide=lambda m, c: _lower(m, "rmft", "random_k"),
+        scale=SCALE, key="regret_in_dist", higher_is_better=False,
+        method="rmft", baseline="random_k", control="reward_k",
         control_description="best-of-L by realised reward (reward_k) vs random_k through the same "
                             "rule: if it passes too, selecting on outcomes explains the gain, not "
                             "regret specifically",
-        control=lambda m, c: _lower(m, "reward_k", "random_k"),
-        arms=ClaimArms(method="rmft", baselines=("random_k",), control="reward_k"),
     ),
     Claim(
         id="generalises",
