@@ -23,7 +23,13 @@ import torch
 from scipy import stats as sps
 
 from icml26.core.flows import MLPVelocity, integrate, saved_tensor_bytes
-from icml26.papers.ms_flow import DFlowConfig, MSFlowConfig, d_flow_objective, make_operator, ms_flow
+from icml26.papers.ms_flow import (
+    DFlowConfig,
+    MSFlowConfig,
+    d_flow_objective,
+    make_operator,
+    ms_flow,
+)
 
 
 def slope_ci(xs, ys):

@@ -16,7 +16,9 @@ from .operators import (
     GaussianBlur,
     Inpainting,
     LinearOperator,
+    Tomography,
     make_blur,
+    make_ct,
     make_downsample,
     make_inpainting,
     make_operator,
@@ -56,7 +58,7 @@ PAPER = {
 
 __all__ = [
     "METHODS", "PAPER", "TASKS", "AveragePooling", "DFlowConfig", "FlowDPSConfig", "GaussianBlur",
-    "Inpainting", "LinearOperator", "MSFlowConfig", "MSFlowResult", "OTODEConfig", "PnPFlowConfig",
+    "Inpainting", "LinearOperator", "Tomography", "make_ct", "MSFlowConfig", "MSFlowResult", "OTODEConfig", "PnPFlowConfig",
     "ReconResult", "TikhonovConfig", "blend_init", "d_flow", "d_flow_objective", "flow_dps", "flow_map",
     "make_blur", "make_downsample", "make_inpainting", "make_operator", "ms_flow", "ms_flow_objective",
     "ot_ode", "pnp_flow", "psnr", "radial_gaussian_reg", "radial_gaussian_reg_grad", "segment_map",

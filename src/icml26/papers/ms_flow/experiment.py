@@ -135,7 +135,7 @@ class Config(ExperimentConfig):
     @classmethod
     def full(cls) -> Config:
         return cls(seeds=(0, 1, 2), train_steps=4000, hidden=256, depth=3, batch_size=256,
-                   tasks=("inpaint_random", "inpaint_box", "sr_x2", "sr_x4", "deblur"),
+                   tasks=("inpaint_random", "inpaint_box", "sr_x2", "sr_x4", "deblur", "ct"),
                    n_val=16, n_test=64, n_steps=20, K=4, nfe_budget=800,
                    memory_steps=(8, 16, 32, 64, 128), memory_repeats=5)
 

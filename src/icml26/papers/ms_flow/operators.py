@@ -10,14 +10,18 @@ solvers:
 * ``solve_meas(r, a, b) = (a A A^T + b I)^{-1} r`` in measurement space (PiGDM / OT-ODE guidance).
 
 Operators of the brief (``shared/papers/ms_flow.md`` section 5): random-mask and box inpainting,
-x2 / x4 super-resolution by average pooling, Gaussian blur with zero padding. Sparse-view CT is not
-included: it needs scikit-image's ``radon``, which is not a dependency of this package.
+x2 / x4 super-resolution by average pooling, Gaussian blur with zero padding, and a sparse-view
+parallel-beam CT whose matrix is built by rotating each basis image (``scipy.ndimage.rotate``,
+bilinear) and summing along columns (scikit-image's ``radon`` is not a dependency; this is the
+same discretisation idea without its circle padding).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -288,6 +292,51 @@ class GaussianBlur(LinearOperator):
         return out.reshape(y.shape[0], -1)
 
 
+@functools.lru_cache(maxsize=8)
+def _ct_matrix(image_shape: tuple[int, int], n_views: int) -> Tensor:
+    from scipy import ndimage
+
+    h, w = image_shape
+    angles = [180.0 * v / n_views for v in range(n_views)]
+    cols = []
+    for e in np.eye(h * w):
+        img = e.reshape(h, w)
+        cols.append(np.concatenate([ndimage.rotate(img, a, reshape=False, order=1, mode="constant").sum(axis=0)
+                                    for a in angles]))
+    return torch.from_numpy(np.stack(cols, axis=1)).contiguous()
+
+
+class Tomography(LinearOperator):
+    """Sparse-view parallel-beam CT: ``n_views`` angles in [0, 180) degrees, one detector bin per
+    image column. Row block ``v`` of ``H`` is the column sum of the image rotated by ``theta_v``
+    (bilinear interpolation, zero outside). Applied as a dense matrix (small images only)."""
+
+    name = "ct"
+
+    def __init__(self, image_shape: tuple[int, int], sigma: float, n_views: int = 8) -> None:
+        super().__init__(image_shape, sigma)
+        if not isinstance(n_views, int) or n_views < 1:
+            raise ValueError(f"n_views must be a positive int, got {n_views!r}")
+        self.n_views = n_views
+        self.angles = [180.0 * v / n_views for v in range(n_views)]
+        self._H = _ct_matrix(self.image_shape, n_views).clone()  # (n_views * w, d)
+
+    @property
+    def m(self) -> int:
+        return self.n_views * self.image_shape[1]
+
+    def _A(self, x: Tensor) -> Tensor:
+        return (x.double() @ self.H.T).to(x.dtype)
+
+    def _At(self, y: Tensor) -> Tensor:
+        return (y.double() @ self.H).to(y.dtype)
+
+
+def make_ct(image_shape: tuple[int, int] = (8, 8), sigma: float = 0.05, n_views: int = 8) -> Tomography:
+    """Sparse-view CT with ``n_views`` angles (brief: 8 views)."""
+    return Tomography(image_shape, sigma, n_views)
+
+
 def make_inpainting(image_shape: tuple[int, int] = (8, 8), sigma: float = 0.05, *, p: float | None = 0.5,
                     box: tuple[int, int, int, int] | None = None, seed: int = 0) -> Inpainting:
     """Random-pixel inpainting (a fraction ``p`` of pixels missing, drawn with ``seed``) or box
@@ -329,7 +378,7 @@ def make_blur(image_shape: tuple[int, int] = (8, 8), sigma: float = 0.05, *, blu
     return GaussianBlur(image_shape, sigma, blur_sigma=blur_sigma, ksize=ksize)
 
 
-TASKS = ("inpaint_random", "inpaint_box", "sr_x2", "sr_x4", "deblur")
+TASKS = ("inpaint_random", "inpaint_box", "sr_x2", "sr_x4", "deblur", "ct")
 
 
 def make_operator(task: str, sigma: float, image_shape: tuple[int, int] = (8, 8), seed: int = 0) -> LinearOperator:
@@ -345,4 +394,6 @@ def make_operator(task: str, sigma: float, image_shape: tuple[int, int] = (8, 8)
         return make_downsample(image_shape, 4, sigma)
     if task == "deblur":
         return make_blur(image_shape, sigma)
+    if task == "ct":
+        return make_ct(image_shape, sigma)
     raise ValueError(f"unknown task {task!r}; choose one of {TASKS}")
