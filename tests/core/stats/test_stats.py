@@ -23,6 +23,7 @@ from icml26.core.stats import (
     permutation_indices,
     permutation_pvalue,
     permuted_block_sums,
+    u_statistic_variance,
     wilson_interval,
 )
 
@@ -171,3 +172,63 @@ def test_bad_bandwidth():
         GaussianKernel()(np.zeros((2, 1)))
     with pytest.raises(ValueError):
         wilson_interval(1, 10, alpha=1.5)
+
+
+def test_u_statistic_variance_matches_distinct_index_sums():
+    """zeta_1, zeta_2 estimated by explicit sums over distinct index tuples (slow reference)."""
+    import itertools
+
+    rng = np.random.default_rng(21)
+    m = 7
+    A = rng.normal(size=(m, m))
+    A = A + A.T
+    idx = range(m)
+    e13 = np.mean([A[i, j] * A[i, k] for i, j, k in itertools.permutations(idx, 3)])
+    e2 = np.mean([A[i, j] ** 2 for i, j in itertools.permutations(idx, 2)])
+    e0 = np.mean([A[i, j] * A[k, l] for i, j, k, l in itertools.permutations(idx, 4)])
+    expected = 2 / (m * (m - 1)) * (2 * (m - 2) * (e13 - e0) + (e2 - e0))
+    assert u_statistic_variance(A) == pytest.approx(expected, rel=1e-12)
+    # the diagonal is ignored
+    B = A.copy()
+    np.fill_diagonal(B, 99.0)
+    assert u_statistic_variance(B) == pytest.approx(expected, rel=1e-12)
+
+
+def test_u_statistic_variance_is_unbiased_monte_carlo():
+    rng = np.random.default_rng(22)
+    k = GaussianKernel(1.0)
+    us, vs = [], []
+    for _ in range(1500):
+        X, Y = rng.normal(size=(20, 1)), 1.3 * rng.normal(0.5, size=(20, 1))
+        Z = np.vstack([X, Y])
+        Kxx, Kyy, Kxy = gram_blocks(k(Z, Z), 20)
+        H = Kxx + Kyy - Kxy - Kxy.T
+        us.append((H.sum() - np.trace(H)) / (20 * 19))
+        vs.append(u_statistic_variance(H))
+    # the variance of an empirical variance from 1500 draws has ~4% relative s.e.
+    assert np.mean(vs) == pytest.approx(np.var(us, ddof=1), rel=0.12)
+
+
+def test_u_statistic_variance_bad_input():
+    with pytest.raises(ValueError, match="m >= 4"):
+        u_statistic_variance(np.ones((3, 3)))
+    with pytest.raises(ValueError, match="square"):
+        u_statistic_variance(np.ones((4, 3)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"var_p": float("nan")}, ValueError, "finite"),
+        ({"var_p": np.array([1.0, 2.0])}, TypeError, "scalar"),
+        ({"var_q": -1.0}, ValueError, ">= 0"),
+        ({"bandwidth": 0.0}, ValueError, "bandwidth"),
+        ({"mean_p": np.array([np.nan, 0.0])}, ValueError, "finite"),
+        ({"var_p": "1"}, TypeError, "real"),
+    ],
+)
+def test_gaussian_closed_form_rejects_bad_input(kwargs, exc, match):
+    args = {"mean_p": np.zeros(2), "var_p": 1.0, "mean_q": np.ones(2), "var_q": 1.0, "bandwidth": 1.0}
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        mmd2_gaussian(**args)

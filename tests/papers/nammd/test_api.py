@@ -64,8 +64,39 @@ def test_variances_follow_definitions():
     A = H - s.nammd * G
     np.fill_diagonal(A, 0)
     assert s.var_mmd == pytest.approx(h1(H))
-    assert s.var_paper == pytest.approx(h1(H) / s.denominator**2)
     assert s.var_delta == pytest.approx(h1(A) / s.denominator**2)
+    # official variance: m * unbiased Var(MMD^2_u) (zeta_1 and zeta_2 by distinct-index loops) / v^2
+    import itertools
+
+    Hd = H.copy()
+    np.fill_diagonal(Hd, 0)
+    e13 = np.mean([Hd[i, j] * Hd[i, k] for i, j, k in itertools.permutations(range(m), 3)])
+    e2 = np.mean([Hd[i, j] ** 2 for i, j in itertools.permutations(range(m), 2)])
+    r = Hd.sum(1)
+    e0 = (r.sum() ** 2 - 4 * r @ r + 2 * (Hd**2).sum()) / (m * (m - 1) * (m - 2) * (m - 3))
+    var_u = 2 / (m * (m - 1)) * (2 * (m - 2) * (e13 - e0) + (e2 - e0))
+    assert s.var_mmd_paper == pytest.approx(m * var_u, rel=1e-10)
+    assert s.var_paper == pytest.approx(m * var_u / s.denominator**2, rel=1e-10)
+
+
+def test_official_variance_tracks_the_sampling_variance_of_nammd():
+    """The 'paper' (official) variance estimates the spread of sqrt(m) NAMMD_hat at small NAMMD,
+    and underestimates it at NAMMD = 0.5, where the delta method stays calibrated (README)."""
+    from icml26.papers.nammd.data import boundary_shift
+
+    rng = np.random.default_rng(31)
+    for eps, paper_ok in ((0.1, True), (0.5, False)):
+        shift = boundary_shift(0.1, eps, 2, 1.0)
+        vals, vd, vp = [], [], []
+        for _ in range(250):
+            X, Y = gaussian_pair(rng, 150, 0.1, 0.1, shift, 2)
+            s = nammd_from_gram(*_blocks(X, Y))
+            vals.append(s.nammd)
+            vd.append(s.var_delta)
+            vp.append(s.var_paper)
+        emp = np.std(vals) * np.sqrt(150)
+        assert np.sqrt(np.mean(vd)) == pytest.approx(emp, rel=0.12)
+        assert (abs(np.sqrt(np.mean(vp)) / emp - 1) < 0.08) == paper_ok
 
 
 @settings(max_examples=30, deadline=None)
@@ -108,7 +139,7 @@ def test_closeness_test_threshold_and_pvalue_consistent():
     rng = np.random.default_rng(3)
     X, Y = gaussian_pair(rng, 300, 1.0, 1.0, 1.0, 2)
     k = GaussianKernel(1.0)
-    for eps in (0.0, 0.02, 0.05, 0.2):
+    for eps in (0.005, 0.02, 0.05, 0.2):
         r = nammd_closeness_test(X, Y, eps, kernel=k)
         assert r.reject == (r.statistic > r.threshold) == (r.pvalue < 0.05)
         assert r.threshold == pytest.approx(eps + 1.6448536269514722 * r.std / np.sqrt(300))
@@ -116,8 +147,18 @@ def test_closeness_test_threshold_and_pvalue_consistent():
     rm = mmd_closeness_test(X, Y, 0.05, kernel=k)
     assert rm.method == "MMD-DCT" and rm.reject == (rm.pvalue < 0.05)
     # monotone in epsilon
-    ps = [nammd_closeness_test(X, Y, e, kernel=k).pvalue for e in (0.0, 0.03, 0.06, 0.1)]
+    ps = [nammd_closeness_test(X, Y, e, kernel=k).pvalue for e in (0.001, 0.03, 0.06, 0.1)]
     assert all(np.diff(ps) > 0)
+    rp = mmd_closeness_test(X, Y, 0.05, kernel=k, variance="paper")
+    assert rp.variance == "paper" and rp.std != rm.std
+
+
+def test_epsilon_zero_is_refused_and_points_to_the_two_sample_test():
+    rng = np.random.default_rng(13)
+    X, Y = rng.normal(size=(60, 2)), rng.normal(size=(60, 2))
+    for fn in (nammd_closeness_test, mmd_closeness_test):
+        with pytest.raises(ValueError, match="two_sample_test"):
+            fn(X, Y, 0.0)
 
 
 def test_boundary_size_small_simulation():
@@ -207,12 +248,30 @@ def test_bad_samples(X, Y):
         nammd_two_sample_test(X, Y)
 
 
-def test_unequal_sizes_subsampled_and_paired_estimator_strict():
+def test_unequal_sizes_closeness_warns_permutation_uses_all_points():
+    from icml26.core.stats import mmd2_unbiased
+
     rng = np.random.default_rng(9)
     X, Y = rng.normal(size=(80, 2)), rng.normal(1, size=(60, 2))
-    assert nammd_closeness_test(X, Y, 0.0).n == 60
+    with pytest.warns(UserWarning, match="subsampling 80 points to 60"):
+        assert nammd_closeness_test(X, Y, 0.1).n == 60
     with pytest.raises(ValueError):
         nammd(X, Y)
+    k = GaussianKernel(1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no subsampling warning: every point is used
+        res = nammd_two_sample_test(X, Y, kernel=k, n_permutations=30, seed=0)
+        rm = mmd_two_sample_test(X, Y, kernel=k, n_permutations=30, seed=0)
+    assert (res.n_x, res.n_y) == (80, 60)
+    Kxx, Kyy, Kxy = _blocks(X, Y)
+    a = (Kxx.sum() - 80) / (80 * 79)
+    b = (Kyy.sum() - 60) / (60 * 59)
+    assert rm.statistic == pytest.approx(mmd2_unbiased(Kxx, Kyy, Kxy), abs=1e-12)
+    assert res.statistic == pytest.approx(mmd2_unbiased(Kxx, Kyy, Kxy) / (4 - a - b), abs=1e-12)
+    # a permutation of unequal sizes is still an exact-level test
+    rej = sum(nammd_two_sample_test(rng.normal(size=(40, 2)), rng.normal(size=(25, 2)), n_permutations=40,
+                                    seed=i).reject for i in range(60))
+    assert rej / 60 <= 0.15
 
 
 def test_degenerate_variance_warns_and_small_m_warns():
@@ -276,3 +335,68 @@ def test_learn_bandwidth_torch_objective_matches_numpy_and_improves():
     assert j_learn >= j_med
     with pytest.raises(ValueError):
         learn_bandwidth(X, Y, statistic="bogus")
+    # numpy integers are integers; bad step counts and rates are refused
+    assert learn_bandwidth(X, Y, steps=np.int64(3), lr=np.float32(0.1)).bandwidth_ > 0
+    for bad in ({"steps": 0}, {"steps": 2.5}, {"steps": True}, {"lr": 0.0}, {"lr": float("nan")}):
+        with pytest.raises(ValueError):
+            learn_bandwidth(X, Y, **bad)
+    # the 'paper' objective uses the official (unbiased) variance
+    jp = float(_torch_objective(D, 80, torch.tensor(np.log(h), dtype=torch.float64), "nammd", 0.0, "paper"))
+    assert jp == pytest.approx(st_.nammd / np.sqrt(st_.var_paper), rel=1e-9)
+
+
+def test_power_proxy_is_the_studentized_statistic_and_select_uses_official_grid():
+    from icml26.papers.nammd import power_proxy
+    from icml26.papers.nammd.bandwidth import DEFAULT_MULTIPLIERS
+
+    rng = np.random.default_rng(14)
+    X, Y = rng.normal(size=(50, 2)), rng.normal(0.5, size=(50, 2))
+    s = nammd_from_gram(*_blocks(X, Y, 0.8))
+    assert power_proxy(X, Y, 0.8) == pytest.approx(np.sqrt(50) * s.nammd / np.sqrt(s.var_delta))
+    assert power_proxy(X, Y, 0.8, "mmd", 0.01) == pytest.approx(np.sqrt(50) * (s.mmd2 - 0.01) / np.sqrt(s.var_mmd))
+    assert len(DEFAULT_MULTIPLIERS) == 25
+    assert DEFAULT_MULTIPLIERS[0] == pytest.approx(0.1) and DEFAULT_MULTIPLIERS[-1] == pytest.approx(10.0)
+    h0 = GaussianKernel.median(np.vstack([X, Y])).bandwidth_
+    best = max(DEFAULT_MULTIPLIERS, key=lambda c: power_proxy(X, Y, c * h0))
+    assert select_bandwidth(X, Y).bandwidth_ == pytest.approx(best * h0)
+    with pytest.raises(ValueError):
+        power_proxy(X, Y[:40], 1.0)
+
+
+def test_drift_detector_validates_options_at_construction():
+    rng = np.random.default_rng(15)
+    ref = rng.normal(size=(100, 2))
+    for kwargs, exc in (({"variance": "bogus"}, ValueError), ({"n_permutations": 0}, ValueError),
+                        ({"epsilon": "0.1"}, TypeError), ({"epsilon": float("nan")}, ValueError),
+                        ({"epsilon": 1.0}, ValueError), ({"kernel": 3}, TypeError),
+                        ({"random_state": -1}, ValueError), ({"p_val": 0.0}, ValueError)):
+        with pytest.raises(exc):
+            NAMMDDrift(ref, **kwargs)
+    det = NAMMDDrift(ref, epsilon=0.05, kernel=GaussianKernel(1.0))
+    out = det.predict(rng.normal(size=(60, 2)))
+    assert out["meta"]["n_ref_used"] == 60 and out["meta"]["n"] == 60
+    with pytest.raises(ValueError, match="larger than the reference"):
+        det.predict(rng.normal(size=(150, 2)))
+    out0 = NAMMDDrift(ref, epsilon=0.0, n_permutations=20).predict(rng.normal(size=(60, 2)))
+    assert out0["meta"]["n_ref_used"] == 100 and out0["meta"]["method"] == "NAMMD-permutation"
+
+
+def test_experiment_decisions_come_from_the_public_api(monkeypatch):
+    """Rule 6: a wrong variance inside the API must move the experiment's NAMMD arm."""
+    import dataclasses
+
+    from icml26.papers.nammd import closeness
+    from icml26.papers.nammd import experiment as E
+
+    c = dataclasses.replace(E.Config.smoke(), reps=6, epsilons=(0.3,), test_var_factors=(0.25, 1.0))
+
+    def arms(config):
+        metrics = {a: {} for a in E.ARMS}
+        E._gaussian_section(config, np.random.default_rng(0), metrics, {})
+        return metrics
+
+    good = arms(c)
+    monkeypatch.setattr(closeness, "nammd_variance", lambda st, variance="delta": 1e4)
+    bad = arms(c)
+    assert good["nammd"]["dct_power_eps0.3_f0.25"] > 0.5 and bad["nammd"]["dct_power_eps0.3_f0.25"] == 0.0
+    assert bad["mmd"]["dct_power_eps0.3_f0.25"] == good["mmd"]["dct_power_eps0.3_f0.25"]

@@ -398,3 +398,101 @@ def test_tiny_but_different_covariances_are_not_treated_as_equal():
         assert wkl_gaussian(np.zeros(2), S0, dm, S1) == pytest.approx(expected, rel=1e-10)
     with pytest.raises(ValueError, match="symmetric"):
         wkl_gaussian(np.zeros(2), 1e-12 * np.array([[1.0, 0.5], [0.0, 1.0]]), dm, np.eye(2))
+
+
+def _wkl_1d(s0, s1, dm):
+    if s0 == s1:
+        return 0.5 * dm * dm
+    r0, r1 = math.sqrt(s0), math.sqrt(s1)
+    return (s1 * math.log(s1 / s0) - s1 + s0) / 4.0 * (1.0 + dm * dm / (r1 - r0) ** 2)
+
+
+@pytest.mark.parametrize(("a", "b"), [(1e-13, 1e-15), (1e-9, 1e-13), (1e-6, 1e-12), (1e-13, 1e-11)])
+def test_equal_covariance_decided_per_direction(a, b):
+    """Issue 20: diag(1, 1e-13) -> diag(1, 1e-15) was treated as equal (0.5|dm|^2, ~70 % off). The
+    pair decouples per direction, so the 1-D formula of each direction is the reference."""
+    dm = np.array([0.3, 1.0])
+    expected = _wkl_1d(1.0, 1.0, dm[0]) + _wkl_1d(a, b, dm[1])
+    got = wkl_gaussian(np.zeros(2), np.diag([1.0, a]), dm, np.diag([1.0, b]))
+    assert got == pytest.approx(expected, rel=1e-8)
+    if a != b and abs(b / a - 1) > 1e-6:
+        assert abs(got - 0.5 * dm @ dm) > 0.01 * got
+    # KWKL: the same pair decouples; a sum of 1-D KWKL values is the reference, not the equal-cov formula
+    eps = 1e-12
+    kw = kwkl_gaussian(np.zeros(2), np.diag([1.0, a]), dm, np.diag([1.0, b]), eps=eps)
+    per_dir = (kwkl_gaussian(np.zeros(1), np.eye(1), dm[:1], np.eye(1), eps=eps)
+               + kwkl_gaussian(np.zeros(1), np.array([[a]]), dm[1:], np.array([[b]]), eps=eps))
+    assert kw == pytest.approx(per_dir, rel=1e-8)
+    if abs(b / a - 1) > 1e-6:
+        equal_formula = 0.5 * dm @ np.linalg.solve(np.diag([1.0, a]) + eps * np.eye(2), dm)
+        assert abs(kw - equal_formula) > 0.01 * kw
+
+
+def test_near_equal_small_covariances_use_the_series():
+    """Eigenvalues equal to 9 digits but not exactly: the general path (series for g, h) gives 0.5|dm|^2."""
+    dm = np.array([0.3, 1.0])
+    got = wkl_gaussian(np.zeros(2), np.diag([1.0, 1e-12]), dm, np.diag([1.0, 1e-12 * (1 + 1e-9)]))
+    assert got == pytest.approx(0.5 * dm @ dm, rel=1e-8)
+
+
+def test_bad_inputs_of_issue_20():
+    from icml26.papers.transport_kl import CartPole
+
+    with pytest.raises(TypeError, match="real"):
+        wkl_gaussian(np.zeros(2), np.eye(2) * (1 + 1j), np.ones(2), np.eye(2))
+    with pytest.raises(TypeError, match="real"):
+        kl_gaussian(np.zeros(2) + 0j, np.eye(2), np.ones(2), np.eye(2))
+    for fn in (wkl_gaussian, kl_gaussian, kwkl_gaussian):
+        with pytest.raises(ValueError, match="NaN"):
+            fn(np.array([np.nan, 0.0]), np.eye(2), np.zeros(2), np.eye(2))
+    A, B = double_integrator(dims=2)
+    with pytest.raises(ValueError, match="NaN"):
+        closed_loop_cost(A, B, np.zeros((2, 4)), np.eye(4), np.eye(2), np.eye(4), gamma=0.9,
+                         m0=np.array([np.nan, 0, 0, 0]))
+    cp = CartPole()
+    for T in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="T must be a positive integer"):
+            cp.simulate(np.zeros((1, 4)), np.zeros((2, 4)), T, 1e-4 * np.eye(4), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="NaN"):
+        cp.simulate(np.zeros((1, 4)), np.full((2, 4), np.nan), 5, 1e-4 * np.eye(4), np.random.default_rng(0))
+
+
+def test_kwkl_weight_matching_is_exact():
+    """A mutation of the KWKL penalty (e.g. Sigma_w + eps instead of Sigma_w + eps I, or a lost 1/2) must
+    fail: the KWKL penalty at (Sigma_w, eps) equals the KL penalty at Sigma_w + eps I, and a KWKL whose
+    λ is scaled by (sigma2 + eps) equals WKL for isotropic noise."""
+    from icml26.papers.transport_kl import control_penalty
+
+    rng = np.random.default_rng(3)
+    B = rng.normal(size=(4, 2))
+    Sw = np.diag([1e-6, 0.3, 2.0, 5.0])
+    eps = 0.7
+    R_kw = control_penalty(B, Sw, "kwkl", lam=1.3, eps=eps)
+    R_kl = control_penalty(B, Sw + eps * np.eye(4), "kl", lam=1.3)
+    assert np.allclose(R_kw, R_kl, rtol=1e-12, atol=0)
+    assert np.allclose(R_kw, 0.65 * B.T @ np.linalg.solve(Sw + eps * np.eye(4), B), rtol=1e-12, atol=0)
+    s2 = 0.01
+    R_iso = control_penalty(B, s2 * np.eye(4), "kwkl", lam=2.0 * (s2 + eps), eps=eps)
+    assert np.allclose(R_iso, control_penalty(B, s2 * np.eye(4), "wkl", lam=2.0), rtol=1e-12, atol=0)
+    # and the same identity holds for the gains the experiment designs
+    from icml26.papers.transport_kl import experiment as E
+
+    A, B2 = double_integrator(dims=2)
+    K_kw = E._gain("kwkl", A, B2, np.eye(4), s2 * np.eye(4), 2.0 * (s2 + eps), 0.9, eps)
+    K_w = E._gain("wkl", A, B2, np.eye(4), s2 * np.eye(4), 2.0, 0.9, eps)
+    K_kl = E._gain("kl", A, B2, np.eye(4), s2 * np.eye(4), 2.0 * s2, 0.9, eps)
+    assert np.allclose(K_kw, K_w, rtol=1e-9, atol=1e-12) and np.allclose(K_kl, K_w, rtol=1e-9, atol=1e-12)
+
+
+def test_isotropic_noise_retuned_kl_equals_wkl_but_anisotropic_does_not():
+    """The review's point: with isotropic noise every penalty is a multiple of B^T B (a retuned KL *is*
+    WKL); with anisotropic or degenerating noise and two inputs no λ makes them equal."""
+    from icml26.papers.transport_kl import experiment as E
+
+    A, B = double_integrator(dims=2)
+    for structure, equal in (("isotropic", True), ("anisotropic", False), ("degenerating", False)):
+        Sw = E.di_noise(structure, 1e-3)
+        K_w = E._gain("wkl", A, B, np.eye(4), Sw, 2.0, 0.9, 1.0)
+        best = min(np.abs(E._gain("kl", A, B, np.eye(4), Sw, lam, 0.9, 1.0) - K_w).max()
+                   for lam in 2.0 * np.logspace(-6, 0, 13))
+        assert (best < 1e-6) == equal, structure

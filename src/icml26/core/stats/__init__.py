@@ -17,6 +17,7 @@ from .mmd import (
     mmd2_u,
     mmd2_unbiased,
     pooled_gram,
+    u_statistic_variance,
 )
 from .permutation import BlockSums, permutation_indices, permutation_pvalue, permuted_block_sums
 
@@ -42,5 +43,6 @@ __all__ = [
     "permutation_pvalue",
     "permuted_block_sums",
     "pooled_gram",
+    "u_statistic_variance",
     "wilson_interval",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "mmd2_u",
     "mmd2_unbiased",
     "pooled_gram",
+    "u_statistic_variance",
 ]
 
 
@@ -102,6 +103,46 @@ def h1_variance(A: np.ndarray) -> float:
     return 4.0 * (v1 - v2 * v2)
 
 
+def u_statistic_variance(A: np.ndarray) -> float:
+    """Unbiased estimate of the finite-sample variance of the order-2 U-statistic over ``A``.
+
+    For ``U = sum_{i!=j} A_ij / (m(m-1))`` with a symmetric kernel matrix ``A`` (the diagonal is
+    ignored), Hoeffding's decomposition gives the exact variance
+
+        Var(U) = 2 / (m (m-1)) * [2 (m-2) zeta_1 + zeta_2],
+        zeta_1 = Cov(h(z1, z2), h(z1, z3)),   zeta_2 = Var(h(z1, z2)),
+
+    and ``zeta_1``, ``zeta_2`` are estimated without bias by sums over distinct index tuples:
+    ``E[h12 h13]`` from ``(sum_i r_i^2 - F) / (m(m-1)(m-2))``, ``E[h12^2]`` from ``F / (m(m-1))``
+    and ``(E h)^2`` from ``(S^2 - 4 sum_i r_i^2 + 2F) / (m(m-1)(m-2)(m-3))`` with ``r_i`` the
+    off-diagonal row sums, ``S = sum_i r_i`` and ``F`` the off-diagonal sum of squares.
+
+    This is the variance the official NAMMD code uses for its closeness tests (the unbiased
+    finite-sample variance of MMD^2_u including the second-order term ``zeta_2``; it assembles the
+    same quantities from the ``Kxx``, ``Kyy``, ``Kxy`` blocks). Unlike :func:`h1_variance` it is the
+    variance of ``U`` itself (not of ``sqrt(m) U``), and it can be slightly negative in small
+    samples (it is not clipped here). Needs ``m >= 4``.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square matrix, got shape {A.shape}")
+    m = A.shape[0]
+    if m < 4:
+        raise ValueError(f"the unbiased U-statistic variance needs m >= 4, got {m}")
+    A = A.copy()
+    np.fill_diagonal(A, 0.0)
+    r = A.sum(axis=1)
+    S = float(r.sum())
+    R2 = float(r @ r)
+    F = float(np.sum(A * A))
+    e_h12_h13 = (R2 - F) / (m * (m - 1) * (m - 2))
+    e_h_sq = F / (m * (m - 1))
+    e_h_then_sq = (S * S - 4.0 * R2 + 2.0 * F) / (m * (m - 1) * (m - 2) * (m - 3))
+    zeta1 = e_h12_h13 - e_h_then_sq
+    zeta2 = e_h_sq - e_h_then_sq
+    return float(2.0 / (m * (m - 1)) * (2.0 * (m - 2) * zeta1 + zeta2))
+
+
 def mmd2_u(X, Y, kernel=None) -> float:
     """Unbiased MMD^2_u (Gretton et al. 2012) between samples ``X`` (n, d) and ``Y`` (p, d).
 
@@ -120,6 +161,21 @@ def mmd2_u(X, Y, kernel=None) -> float:
     return mmd2_unbiased(*gram_blocks(Kzz, X.shape[0]))
 
 
+def _scalar(value, name: str) -> float:
+    """A finite real scalar (per-coordinate variance or bandwidth of the closed forms)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a real scalar, got bool")
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a scalar (isotropic per-coordinate value), got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(f"{name} must be a real scalar, got dtype {arr.dtype}")
+    value = float(arr)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
 def gaussian_kernel_expectation(mean_a, var_a: float, mean_b, var_b: float, bandwidth: float) -> float:
     """Exact ``E k(x, y)`` for independent ``x ~ N(a, s_a I_d)``, ``y ~ N(b, s_b I_d)``, Gaussian k.
 
@@ -130,8 +186,14 @@ def gaussian_kernel_expectation(mean_a, var_a: float, mean_b, var_b: float, band
     b = np.atleast_1d(np.asarray(mean_b, dtype=np.float64))
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"means must be vectors of equal length, got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("means must be finite")
+    var_a = _scalar(var_a, "var_a")
+    var_b = _scalar(var_b, "var_b")
+    bandwidth = _scalar(bandwidth, "bandwidth")
     if var_a < 0 or var_b < 0 or bandwidth <= 0:
-        raise ValueError("variances must be >= 0 and bandwidth > 0")
+        raise ValueError(f"variances must be >= 0 and bandwidth > 0, got var_a={var_a}, var_b={var_b}, "
+                         f"bandwidth={bandwidth}")
     s = bandwidth**2 + var_a + var_b
     d = a.shape[0]
     return float((bandwidth**2 / s) ** (d / 2) * np.exp(-np.sum((a - b) ** 2) / (2 * s)))

@@ -2,12 +2,15 @@
 
 Zhou, Peng, Tian, (Gong,) Liu. "A Kernel Distribution Closeness Testing" (v1) / "Are Two Datasets
 Close Enough With Statistical Significance? A Kernel Distributional Closeness Testing Approach" (v3).
-Code: https://github.com/zhijianzhouml/NAMMD (not used here).
+Official code: https://github.com/zhijianzhouml/NAMMD. Its files were read through the public code
+index (the repository itself could not be fetched): its closeness-test variance (``utils.py``,
+``_asymptotic_values``) is the ``"paper"`` variance option here, its per-statistic bandwidth
+selection (``kernel_selection.py``) is :func:`select_bandwidth`.
 """
 
 from icml26.core.stats import GaussianKernel, mmd2_u
 
-from .bandwidth import learn_bandwidth, select_bandwidth
+from .bandwidth import learn_bandwidth, power_proxy, select_bandwidth
 from .closeness import (
     DEFAULT_VARIANCE,
     ClosenessTestResult,
@@ -43,5 +46,6 @@ __all__ = [
     "nammd_two_sample_test",
     "reference_epsilon",
     "learn_bandwidth",
+    "power_proxy",
     "select_bandwidth",
 ]

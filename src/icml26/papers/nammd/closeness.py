@@ -82,17 +82,27 @@ def _check_epsilon(epsilon, *, upper: float | None) -> float:
         raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
     epsilon = float(epsilon)
     if not math.isfinite(epsilon) or epsilon < 0 or (upper is not None and epsilon >= upper):
-        rng = "[0, 1)" if upper == 1.0 else "[0, inf)"
+        rng = "(0, 1)" if upper == 1.0 else "(0, inf)"
         raise ValueError(f"epsilon must lie in {rng}, got {epsilon}")
+    if epsilon == 0.0:
+        raise ValueError("epsilon = 0 makes the closeness test degenerate (at P = Q the statistic is a "
+                         "degenerate U-statistic and its normal approximation is invalid): test H0: P = Q "
+                         "with nammd_two_sample_test / mmd_two_sample_test instead")
     return epsilon
 
 
-def equalize_sizes(X: np.ndarray, Y: np.ndarray, random_state=0) -> tuple[np.ndarray, np.ndarray]:
+def equalize_sizes(X: np.ndarray, Y: np.ndarray, random_state=0, *,
+                   warn: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Subsample the larger sample (without replacement) to ``m = min(n_x, n_y)``.
 
-    The paired estimators need equal sizes (brief §2.1); the subsample is deterministic for a seed.
+    The paired estimators of the closeness test need equal sizes (brief §2.1); the subsample is
+    deterministic for a seed. ``warn=True`` emits a ``UserWarning`` naming the points dropped.
     """
     m = min(X.shape[0], Y.shape[0])
+    if warn and X.shape[0] != Y.shape[0]:
+        warnings.warn(f"the paired closeness statistic needs equal sizes: subsampling "
+                      f"{max(X.shape[0], Y.shape[0])} points to {m} (pass equal-size samples to use all)",
+                      UserWarning, stacklevel=4)
     rng = np.random.default_rng(random_state)
     if X.shape[0] > m:
         X = X[np.sort(rng.choice(X.shape[0], m, replace=False))]
@@ -103,8 +113,10 @@ def equalize_sizes(X: np.ndarray, Y: np.ndarray, random_state=0) -> tuple[np.nda
 
 def _prepare(X, Y, kernel, random_state) -> tuple[NAMMDStats, int]:
     X, Y = as_sample_pair(X, Y)
-    X, Y = equalize_sizes(X, Y, random_state)
+    X, Y = equalize_sizes(X, Y, random_state, warn=True)
     m = X.shape[0]
+    if m < 4:
+        raise ValueError(f"the closeness test needs at least 4 pairs, got {m}")
     if m < 50:
         warnings.warn(f"m = {m} < 50 pairs: the normal approximation behind the closeness test is poor",
                       RuntimeWarning, stacklevel=3)
@@ -133,9 +145,11 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
     X : array, shape (n_x, d)
         Sample from P.
     Y : array, shape (n_y, d)
-        Sample from Q. If ``n_x != n_y`` the larger one is subsampled to ``min(n_x, n_y)``.
-    epsilon : float in [0, 1)
-        Tolerance on the NAMMD scale (absolute). Use :func:`reference_epsilon` to obtain it from a
+        Sample from Q. If ``n_x != n_y`` the larger one is subsampled to ``min(n_x, n_y)`` (the
+        paired estimator needs equal sizes) and a ``UserWarning`` says so.
+    epsilon : float in (0, 1)
+        Tolerance on the NAMMD scale (absolute); 0 is refused (degenerate: use
+        :func:`~icml26.papers.nammd.two_sample.nammd_two_sample_test`). Use :func:`reference_epsilon` to obtain it from a
         reference pair "as far apart as is acceptable" measured with the *same kernel*.
     alpha : float in (0, 1)
         Level; 0.05 in every experiment of the paper.
@@ -157,7 +171,8 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
     -----
     The type-I error is controlled asymptotically only (v3's wording); for small m (< ~200) the
     size at the boundary can exceed alpha. At epsilon = 0 the statistic is degenerate under
-    P = Q and the normal approximation is invalid: use the permutation two-sample test.
+    P = Q and the normal approximation is invalid, so epsilon = 0 is refused: use the permutation
+    two-sample test.
 
     Examples
     --------
@@ -176,24 +191,31 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
     return ClosenessTestResult(st.nammd, p, thr, std, rej, epsilon, alpha, m, "NAMMD-DCT", variance)
 
 
+MMD_VARIANCES = ("h1", "paper")
+
+
 def mmd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
-                       random_state=0) -> ClosenessTestResult:
+                       random_state=0, variance: str = "h1") -> ClosenessTestResult:
     """MMD-based distribution closeness test (the paper's baseline, same construction).
 
     Tests ``H0: MMD^2(P, Q) <= epsilon`` vs ``H1: MMD^2(P, Q) > epsilon`` with the paired
-    ``MMD^2_u`` and its H1 standard deviation ``sigma_M`` (Liu et al. 2020): reject iff
-    ``MMD^2_u > epsilon + z_{1-alpha} sigma_M / sqrt(m)``. ``epsilon >= 0`` is on the MMD^2 scale.
-    Other parameters as in :func:`nammd_closeness_test`.
+    ``MMD^2_u``: reject iff ``MMD^2_u > epsilon + z_{1-alpha} sigma / sqrt(m)``. ``epsilon > 0`` is
+    on the MMD^2 scale. ``variance="h1"``: ``sigma^2 = 4 (V1 - V2^2)`` (Liu et al. 2020);
+    ``"paper"``: ``m * Var_hat(MMD^2_u)``, the unbiased finite-sample variance the official code's
+    MMD-DCT uses (pair it with the NAMMD test's ``"paper"`` variance). Other parameters as in
+    :func:`nammd_closeness_test`.
     """
     epsilon = _check_epsilon(epsilon, upper=None)
     alpha = check_probability(alpha, "alpha")
+    if variance not in MMD_VARIANCES:
+        raise ValueError(f"variance must be one of {MMD_VARIANCES}, got {variance!r}")
     st, m = _prepare(X, Y, kernel, random_state)
-    var = st.var_mmd
+    var = st.var_mmd if variance == "h1" else st.var_mmd_paper
     if not var > 1e-12:
         warnings.warn("MMD variance estimate is ~0; flooring it at 1e-12", RuntimeWarning, stacklevel=2)
         var = 1e-12
     p, thr, std, rej = z_test(st.mmd2, epsilon, var, m, alpha)
-    return ClosenessTestResult(st.mmd2, p, thr, std, rej, epsilon, alpha, m, "MMD-DCT", "h1")
+    return ClosenessTestResult(st.mmd2, p, thr, std, rej, epsilon, alpha, m, "MMD-DCT", variance)
 
 
 def reference_epsilon(X_ref, Y_ref, kernel, statistic: str = "nammd", random_state=0) -> float:

@@ -11,7 +11,7 @@ from scipy.optimize import brentq
 
 from .statistic import nammd_population_gaussian
 
-__all__ = ["blob", "digits_noise_split", "gaussian_pair", "hdgm", "matched_test_shift"]
+__all__ = ["blob", "boundary_shift", "digits_noise_split", "gaussian_pair", "hdgm", "matched_test_shift"]
 
 
 def gaussian_pair(rng: np.random.Generator, m: int, var_p: float, var_q: float, shift: float,
@@ -34,6 +34,27 @@ def matched_test_shift(var_t: float, target_mmd2: float, dim: int, bandwidth: fl
         if hi > 1e6:
             raise ValueError("target MMD^2 is not reachable for this variance")
     return float(brentq(f, 0.0, hi, xtol=1e-12))
+
+
+def boundary_shift(var: float, target_nammd: float, dim: int, bandwidth: float) -> float:
+    """Shift ``delta`` with ``NAMMD(N(0, var I), N(delta e_1, var I)) = target_nammd`` exactly.
+
+    The closed-form analogue of the official code's distribution construction, which moves two
+    samples by gradient descent until their NAMMD equals epsilon (to 1e-7). Raises if the target is
+    not reachable (NAMMD of this family is below ``n / (2 - n)``, ``n = ||mu||^2``).
+    """
+    def f(delta):
+        return nammd_population_gaussian(np.zeros(dim), var, np.eye(dim)[0] * delta, var,
+                                         bandwidth)["nammd"] - target_nammd
+    if not 0.0 < target_nammd < 1.0:
+        raise ValueError(f"target NAMMD must lie in (0, 1), got {target_nammd}")
+    hi = 1.0
+    while f(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            raise ValueError(f"NAMMD = {target_nammd} is not reachable with variance {var} (dim {dim}, "
+                             f"bandwidth {bandwidth})")
+    return float(brentq(f, 0.0, hi, xtol=1e-13))
 
 
 def blob(rng: np.random.Generator, m: int, *, null: bool = False, var: float = 0.03,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from icml26.core.stats import GaussianKernel, as_samples, check_probability
+import math
+import numbers
+
+import numpy as np
+
+from icml26.core.stats import GaussianKernel, as_samples, check_positive_int, check_probability
 
 from .closeness import DEFAULT_VARIANCE, nammd_closeness_test
+from .statistic import VARIANCES
 from .two_sample import DEFAULT_PERMUTATIONS, nammd_two_sample_test
 
 __all__ = ["NAMMDDrift"]
@@ -32,7 +38,11 @@ class NAMMDDrift:
     n_permutations : int
         Only for ``epsilon = 0``.
     random_state : int
-        Seed for subsampling the reference to the batch size and for permutations.
+        Seed for subsampling the reference to the batch size (closeness test only: its paired
+        statistic needs equal sizes; ``meta["n_ref_used"]`` reports how many reference points were
+        used) and for the permutations. The two-sample test (``epsilon = 0``) uses every point.
+
+    Every option is validated here, at construction, not at the first ``predict``.
 
     Examples
     --------
@@ -47,14 +57,23 @@ class NAMMDDrift:
                  variance: str = DEFAULT_VARIANCE, n_permutations: int = DEFAULT_PERMUTATIONS,
                  random_state: int = 0):
         self.x_ref = as_samples(x_ref, "x_ref")
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+            raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
         self.epsilon = float(epsilon)
-        if not 0.0 <= self.epsilon < 1.0:
+        if not (math.isfinite(self.epsilon) and 0.0 <= self.epsilon < 1.0):
             raise ValueError(f"epsilon must lie in [0, 1), got {epsilon}")
         self.p_val = check_probability(p_val, "p_val")
+        if kernel is not None and not callable(kernel):
+            raise TypeError(f"kernel must be callable k(A, B) -> Gram matrix, got {type(kernel).__name__}")
         self.kernel = kernel if kernel is not None else GaussianKernel.median(self.x_ref)
+        if variance not in VARIANCES:
+            raise ValueError(f"variance must be one of {VARIANCES}, got {variance!r}")
         self.variance = variance
-        self.n_permutations = n_permutations
-        self.random_state = random_state
+        self.n_permutations = check_positive_int(n_permutations, "n_permutations")
+        if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral | np.integer) \
+                or random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
+        self.random_state = int(random_state)
 
     def predict(self, x) -> dict:
         """Test a batch ``x`` (shape (n, d)) against the reference.
@@ -69,17 +88,26 @@ class NAMMDDrift:
         if x.shape[1] != self.x_ref.shape[1]:
             raise ValueError(f"x has {x.shape[1]} features, the reference has {self.x_ref.shape[1]}")
         if self.epsilon > 0:
-            res = nammd_closeness_test(self.x_ref, x, self.epsilon, self.p_val, self.kernel,
+            ref = self.x_ref
+            if ref.shape[0] != x.shape[0]:
+                if ref.shape[0] < x.shape[0]:
+                    raise ValueError(f"the closeness test pairs points: the batch ({x.shape[0]}) must not "
+                                     f"be larger than the reference ({ref.shape[0]})")
+                rng = np.random.default_rng(self.random_state)
+                ref = ref[np.sort(rng.choice(ref.shape[0], x.shape[0], replace=False))]
+            res = nammd_closeness_test(ref, x, self.epsilon, self.p_val, self.kernel,
                                        self.variance, self.random_state)
+            n_ref = ref.shape[0]
         else:
             res = nammd_two_sample_test(self.x_ref, x, self.p_val, self.kernel, self.n_permutations,
                                         self.random_state)
+            n_ref = self.x_ref.shape[0]
         return {
             "data": {"is_drift": int(res.reject), "distance": float(res.statistic),
                      "p_val": float(res.pvalue), "threshold": self.p_val,
                      "distance_threshold": float(res.threshold)},
             "meta": {"name": "NAMMDDrift", "method": res.method, "epsilon": self.epsilon,
-                     "n": int(res.n), "detector_type": "offline"},
+                     "n": int(res.n), "n_ref_used": int(n_ref), "detector_type": "offline"},
         }
 
     def __repr__(self) -> str:

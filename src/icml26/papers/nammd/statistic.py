@@ -9,7 +9,9 @@ Estimator (ratio of two paired U-statistics over ``z_i = (x_i, y_i)``, equal siz
     H_ij = k(x_i,x_j) + k(y_i,y_j) - k(x_i,y_j) - k(y_i,x_j),   G_ij = 4K - k(x_i,x_j) - k(y_i,y_j)
     NAMMD_hat = sum_{i!=j} H_ij / sum_{i!=j} G_ij = MMD^2_u / v_hat.
 
-Variance of ``sqrt(m) * NAMMD_hat`` (two options; see :func:`nammd_variance`).
+Variance of ``sqrt(m) * NAMMD_hat`` (two options; see :func:`nammd_variance`): ``"paper"``, the
+official code's ``m * Var_hat(MMD^2_u) / v_hat^2`` with the unbiased finite-sample variance of
+MMD^2_u (including its second-order term), and ``"delta"``, the delta-method variance of the ratio.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from icml26.core.stats import (
     h_matrix,
     mmd2_gaussian,
     pooled_gram,
+    u_statistic_variance,
 )
 
 __all__ = [
@@ -56,8 +59,12 @@ class NAMMDStats:
         ``v_hat = 4K - ||mu_P||^2_u - ||mu_Q||^2_u = sum_{i!=j} G_ij / (m(m-1))``.
     var_mmd : float
         H1 variance of ``sqrt(m) MMD^2_u``: ``4 (V1 - V2^2)`` on ``H`` (Liu et al. 2020).
+    var_mmd_paper : float
+        ``m * Var_hat(MMD^2_u)``: the unbiased finite-sample variance of the U-statistic (first- and
+        second-order terms, :func:`~icml26.core.stats.u_statistic_variance`), as in the official
+        code's MMD-DCT.
     var_paper : float
-        ``var_mmd / v_hat^2`` (``sigma_N = sigma_M / v``, used in the paper's power theory).
+        ``var_mmd_paper / v_hat^2``: the official code's NAMMD-DCT variance (``Var_all`` there).
     var_delta : float
         Delta-method variance of the ratio: ``4 (V1 - V2^2)`` on ``A = H - NAMMD_hat G``
         (off-diagonal) divided by ``v_hat^2``.
@@ -72,6 +79,7 @@ class NAMMDStats:
     var_paper: float
     var_delta: float
     m: int
+    var_mmd_paper: float = float("nan")
 
 
 def kernel_diagonal(kernel, Kzz: np.ndarray) -> float:
@@ -96,7 +104,8 @@ def nammd_from_gram(Kxx: np.ndarray, Kyy: np.ndarray, Kxy: np.ndarray, K: float 
     Parameters
     ----------
     Kxx, Kyy, Kxy : arrays, shape (m, m)
-        ``k(x_i, x_j)``, ``k(y_i, y_j)``, ``k(x_i, y_j)``; m >= 2.
+        ``k(x_i, x_j)``, ``k(y_i, y_j)``, ``k(x_i, y_j)``; m >= 2 (the ``"paper"`` variances need
+        m >= 4 and are NaN below).
     K : float
         The kernel's diagonal value ``k(x, x)`` (1 for the Gaussian kernel).
     """
@@ -115,8 +124,9 @@ def nammd_from_gram(Kxx: np.ndarray, Kyy: np.ndarray, Kxy: np.ndarray, K: float 
     A = H - r * G
     np.fill_diagonal(A, 0.0)
     var_delta = h1_variance(A) / v**2
-    return NAMMDStats(float(r), float(mmd2), float(v), float(var_mmd), float(var_mmd / v**2),
-                      float(var_delta), m)
+    var_mmd_paper = m * u_statistic_variance(H) if m >= 4 else float("nan")
+    return NAMMDStats(float(r), float(mmd2), float(v), float(var_mmd), float(var_mmd_paper / v**2),
+                      float(var_delta), m, float(var_mmd_paper))
 
 
 def nammd_variance(stats: NAMMDStats, variance: str = "delta") -> float:
@@ -125,15 +135,22 @@ def nammd_variance(stats: NAMMDStats, variance: str = "delta") -> float:
     Parameters
     ----------
     variance : {"delta", "paper"}
-        ``"paper"``: ``sigma_M^2 / v^2``, the MMD H1 variance rescaled by the denominator, as in
-        the paper's power comparison (Thm 7 in v1 / Thm 9 in v3, via the peer audit's transcription;
-        it ignores the fluctuation of ``v_hat``). ``"delta"``: the delta-method variance of the
-        ratio of U-statistics (our derivation; first-order kernel ``H - NAMMD G``). The two agree
-        when NAMMD -> 0 and differ when NAMMD > 0.
+        ``"paper"``: the official code's variance (``_asymptotic_values`` in its ``utils.py``,
+        read through the public code index): ``m * Var_hat(MMD^2_u) / v_hat^2`` with the unbiased
+        finite-sample variance of MMD^2_u including the second-order term, i.e. the MMD variance
+        rescaled by the estimated denominator; it ignores the fluctuation of ``v_hat``. We estimate
+        ``zeta_1``, ``zeta_2`` from the paired ``H`` matrix by exact distinct-index sums; the
+        official code assembles them from the Gram blocks (its ``(E h)^2`` term subtracts ``8F``
+        where the distinct-index sum has ``+2F``, a difference of order ``m^-3`` in ``Var``).
+        ``"delta"``: the delta-method variance of the ratio of U-statistics (our derivation;
+        first-order kernel ``H - NAMMD G``; the official bandwidth selection studentizes NAMMD with
+        the same influence function). The two agree when NAMMD -> 0 and differ when NAMMD > 0.
     """
     if variance not in VARIANCES:
         raise ValueError(f"variance must be one of {VARIANCES}, got {variance!r}")
     var = stats.var_delta if variance == "delta" else stats.var_paper
+    if variance == "paper" and not np.isfinite(var):
+        raise ValueError(f"the 'paper' variance needs m >= 4 pairs, got m = {stats.m}")
     if not var > _VAR_FLOOR:
         warnings.warn("NAMMD variance estimate is ~0 (P = Q exactly?); flooring it at 1e-12",
                       RuntimeWarning, stacklevel=3)

@@ -2,8 +2,15 @@
 
 Both statistics are computed for every permutation of the pooled sample from one pooled Gram
 matrix (:mod:`icml26.core.stats.permutation`); the NAMMD denominator is recomputed per
-permutation, so the NAMMD test is *not* a relabelled MMD test. p-value
-``(1 + #{perm >= observed}) / (1 + B)``: exact finite-sample level alpha.
+permutation. p-value ``(1 + #{perm >= observed}) / (1 + B)``: exact finite-sample level alpha.
+
+A permutation test needs no pairing, so every point is used: equal sizes use the paired
+U-statistic (as the official code and DK-for-TST do), unequal sizes Gretton et al.'s unpaired
+``MMD^2_u`` and ``v_hat = 4K - ||mu_P||^2_u - ||mu_Q||^2_u``. With a fixed kernel the NAMMD and MMD
+permutation tests are then (unpaired) or almost (paired: up to the O(1/m) term
+``sum_i k(x_i, y_i)``) the same test, because ``sum H`` and ``sum G`` are affine in the
+within-sample Gram sum; a power difference between them comes from the kernel each selects
+(:func:`~icml26.papers.nammd.bandwidth.select_bandwidth`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,6 @@ from icml26.core.stats import (
     pooled_gram,
 )
 
-from .closeness import equalize_sizes
 from .statistic import kernel_diagonal
 
 __all__ = ["TwoSampleTestResult", "mmd_two_sample_test", "nammd_two_sample_test", "permutation_statistics"]
@@ -46,9 +52,11 @@ class TwoSampleTestResult:
         ``pvalue <= alpha``.
     alpha : float
     n : int
-        Number of pairs m.
+        ``min(n_x, n_y)`` (the number of pairs when the sizes are equal).
     n_permutations : int
     method : str
+    n_x, n_y : int
+        The sample sizes used (all points: a permutation test needs no pairing).
     """
 
     statistic: float
@@ -59,47 +67,56 @@ class TwoSampleTestResult:
     n: int
     n_permutations: int
     method: str
+    n_x: int = 0
+    n_y: int = 0
 
 
-def permutation_statistics(Kzz: np.ndarray, m: int, perms: np.ndarray, K: float = 1.0) -> dict:
-    """Paired NAMMD_hat, MMD^2_u and the frozen-denominator NAMMD for every permutation.
+def permutation_statistics(Kzz: np.ndarray, n_x: int, perms: np.ndarray, K: float = 1.0) -> dict:
+    """NAMMD_hat and MMD^2_u for every permutation of the pooled sample.
 
     Parameters
     ----------
-    Kzz : (2m, 2m) pooled Gram matrix ``[X; Y]``.
-    m : number of pairs.
-    perms : (B, 2m) permutations; row 0 should be the identity (the observed split).
+    Kzz : (N, N) pooled Gram matrix ``[X; Y]``.
+    n_x : size of X (the first ``n_x`` entries of each permutation); ``N - n_x`` is Y's size.
+    perms : (B, N) permutations; row 0 should be the identity (the observed split).
     K : kernel diagonal.
 
     Returns
     -------
-    dict of arrays (B,): ``nammd``, ``mmd2`` and ``nammd_frozen`` (``sum H / sum G`` with ``G``
-    taken from row 0 for every row: a negative control whose test equals the MMD test).
+    dict of arrays (B,): ``nammd`` and ``mmd2``; paired U-statistics when ``n_x = N - n_x``,
+    Gretton's unpaired ones otherwise.
     """
-    s = permuted_block_sums(Kzz, m, perms)
-    norm = m * (m - 1)
+    s = permuted_block_sums(Kzz, n_x, perms)
+    n, p = s.n_x, s.n_y
+    if n < 2 or p < 2:
+        raise ValueError(f"each sample needs at least 2 points, got {n} and {p}")
     inner_x = s.sxx - s.tx
     inner_y = s.syy - s.ty
-    sum_h = inner_x + inner_y - 2.0 * (s.sxy - s.pair)
-    sum_g = 4.0 * K * norm - inner_x - inner_y
-    return {"nammd": sum_h / sum_g, "mmd2": sum_h / norm, "nammd_frozen": sum_h / sum_g[0]}
+    if n == p:
+        norm = n * (n - 1)
+        sum_h = inner_x + inner_y - 2.0 * (s.sxy - s.pair)
+        sum_g = 4.0 * K * norm - inner_x - inner_y
+        return {"nammd": sum_h / sum_g, "mmd2": sum_h / norm}
+    a, b = inner_x / (n * (n - 1)), inner_y / (p * (p - 1))
+    mmd2 = a + b - 2.0 * s.sxy / (n * p)
+    return {"nammd": mmd2 / (4.0 * K - a - b), "mmd2": mmd2}
 
 
 def _run(X, Y, statistic, alpha, kernel, n_permutations, seed) -> TwoSampleTestResult:
     alpha = check_probability(alpha, "alpha")
     B = check_positive_int(n_permutations, "n_permutations")
     X, Y = as_sample_pair(X, Y)
-    X, Y = equalize_sizes(X, Y, seed)
-    m = X.shape[0]
+    n_x = X.shape[0]
     Kzz, kernel = pooled_gram(X, Y, kernel)
     K = kernel_diagonal(kernel, Kzz)
-    perms = permutation_indices(2 * m, B, np.random.default_rng(seed))
-    vals = permutation_statistics(Kzz, m, perms, K)[statistic]
+    perms = permutation_indices(Kzz.shape[0], B, np.random.default_rng(seed))
+    vals = permutation_statistics(Kzz, n_x, perms, K)[statistic]
     obs, null = float(vals[0]), vals[1:]
     p = permutation_pvalue(obs, null)
     thr = float(np.quantile(null, 1 - alpha, method="higher"))
     name = {"nammd": "NAMMD-permutation", "mmd2": "MMD-permutation"}[statistic]
-    return TwoSampleTestResult(obs, p, thr, bool(p <= alpha), alpha, m, B, name)
+    return TwoSampleTestResult(obs, p, thr, bool(p <= alpha), alpha, min(n_x, Y.shape[0]), B, name,
+                               n_x, Y.shape[0])
 
 
 def nammd_two_sample_test(X, Y, alpha: float = 0.05, kernel=None,
@@ -108,15 +125,16 @@ def nammd_two_sample_test(X, Y, alpha: float = 0.05, kernel=None,
 
     Parameters
     ----------
-    X, Y : arrays, shape (n, d)
-        Samples; unequal sizes are subsampled to the smaller one (paired estimator).
+    X, Y : arrays, shape (n_x, d), (n_y, d)
+        Samples; all points are used (paired U-statistics when the sizes are equal, Gretton's
+        unpaired ones otherwise).
     alpha : float in (0, 1)
     kernel : callable or None
         ``None``: Gaussian kernel, median heuristic on the pooled sample (fixed before
         permuting, so the test stays exact).
     n_permutations : int
     seed : int or None
-        Seed of the permutations (and of the subsampling).
+        Seed of the permutations.
 
     Examples
     --------

@@ -13,8 +13,13 @@ def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] = (None, Non
     """Return ``x`` as a finite float64 2-D array, checking its shape."""
     if isinstance(x, str | bytes) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    raw = np.asarray(x)
+    if np.iscomplexobj(raw):
+        raise TypeError(f"{name} must be real-valued, got dtype {raw.dtype}")
+    if raw.dtype == object or raw.dtype.kind in "USV":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {raw.dtype}")
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = raw.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of real numbers") from None
     if arr.ndim == 0 and shape == (1, 1):
@@ -33,8 +38,13 @@ def as_vector(x, name: str, n: int | None = None) -> np.ndarray:
     """Return ``x`` as a finite float64 1-D array of length ``n``."""
     if isinstance(x, str | bytes) or x is None:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    raw = np.asarray(x)
+    if np.iscomplexobj(raw):
+        raise TypeError(f"{name} must be real-valued, got dtype {raw.dtype}")
+    if raw.dtype == object or raw.dtype.kind in "USV":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {raw.dtype}")
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = raw.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of real numbers") from None
     if arr.ndim == 0:

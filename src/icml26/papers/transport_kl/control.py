@@ -30,7 +30,7 @@ import math
 import numpy as np
 from scipy.linalg import LinAlgError, solve_discrete_are, solve_discrete_lyapunov
 
-from ._validation import as_matrix, as_psd, check_gamma, check_positive, is_singular
+from ._validation import as_matrix, as_psd, as_vector, check_gamma, check_positive, is_singular
 
 __all__ = [
     "DIVERGENCES",
@@ -276,7 +276,7 @@ def closed_loop_cost(A, B, K, Q, R, Sigma_w, *, gamma: float, Sigma0=None, m0=No
     if gamma >= 1.0:
         raise ValueError("closed_loop_cost needs gamma < 1 (use stationary_cost for the average cost)")
     Sigma0 = np.eye(n) if Sigma0 is None else as_psd(Sigma0, "Sigma0", n)
-    m0 = np.zeros(n) if m0 is None else np.asarray(m0, dtype=float).reshape(n)
+    m0 = np.zeros(n) if m0 is None else as_vector(m0, "m0", n)
     F = A - B @ K
     if spectral_radius(math.sqrt(gamma) * F) >= 1.0:
         return math.inf

@@ -65,9 +65,27 @@ def _sqrtm_psd(S: np.ndarray) -> np.ndarray:
     return _sym_fun(S, lambda w: np.sqrt(np.clip(w, 0.0, None)))
 
 
+_SAME_COV_RTOL = 1e-12
+
+
 def _same_cov(S0: np.ndarray, S1: np.ndarray) -> bool:
-    scale = max(float(np.max(np.abs(S0))), float(np.max(np.abs(S1))))  # relative, no floor
-    return bool(np.allclose(S0, S1, rtol=0.0, atol=1e-13 * scale))
+    """Equal covariances, decided *per direction* (not relative to the largest entry).
+
+    Exactly equal matrices are equal. Otherwise, for a non-singular ``S0``, the pair counts as
+    equal when the whitened ``S0^{-1/2} S1 S0^{-1/2}`` is the identity to ``1e-12`` in every
+    direction, i.e. every eigenvalue of ``S1`` relative to ``S0`` agrees to 12 digits, however small
+    the eigenvalue. Near-equal pairs that fail this test go through the general closed form, whose
+    series for ``g`` and ``h`` is accurate near ``a = 0``. (An absolute tolerance relative to the
+    largest entry treated ``diag(1, 1e-13)`` and ``diag(1, 1e-15)`` as equal, a 70 % error.)
+    """
+    if np.array_equal(S0, S1):
+        return True
+    if is_singular(S0) or is_singular(S1):
+        return False
+    w, U = np.linalg.eigh(S0)
+    W = U / np.sqrt(w)
+    T = W.T @ S1 @ W
+    return bool(np.max(np.abs(T - np.eye(S0.shape[0]))) <= _SAME_COV_RTOL)
 
 
 def _q(a: np.ndarray) -> np.ndarray:

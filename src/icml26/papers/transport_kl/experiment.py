@@ -1,14 +1,18 @@
-"""Reproduction of arXiv:2602.02250: KL vs WKL vs KWKL regularisation (plus plain LQR) in one run.
+"""Reproduction of arXiv:2602.02250: KL vs WKL vs KWKL regularised control, equal tuning effort.
 
-E1 divergence properties (equal-covariance sweep, closed forms vs the shooting oracle);
-E2 double integrator with one nearly noiseless axis (gain collapse of the KL controller);
-E3 isotropic-noise sweep on the double integrator with the weights matched at a reference noise;
-E4 cart-pole: nonlinear closed-loop simulation with process noise, weights matched as in E3.
+E1  divergence properties: equal-covariance degeneration sweep, closed forms vs the shooting oracle,
+    and pairs whose small eigenvalues differ by orders of magnitude (per-direction 1-D formula).
+E2  double integrator: every controller's λ is tuned from the *same* grid on validation noise draws
+    (``icml26.harness.tuning.tune_arms``, equal grid and rollout budget) and judged on fresh draws,
+    per regime: two systems (inputs of equal and of unequal authority) x three noise structures
+    (isotropic, anisotropic, degenerating) x noise levels across orders of magnitude.
+E3  cart-pole: the same protocol on the nonlinear cart-pole with process noise, and the feedback
+    criteria of the brief (spectral radius of A - BK, low-noise gain ratio) at the paper's fixed λ.
 
-Matching (the fair protocol, brief section 5): every method's penalty equals the same
-``R_ref = r_ref * B^T B`` at ``sigma2_ref``; only how the penalty moves with the noise differs.
-The negative control of the control claims is the reference noise level itself, where all
-methods coincide by construction, so no method may be declared better there.
+Why tuning matters (review of issue 20): with isotropic noise every penalty is a scalar multiple of
+B^T B, so a KL controller whose λ is rescaled by the noise level *is* the WKL controller. The arms
+differ only where the geometry differs (anisotropic or degenerating noise with several inputs) or
+where a fixed λ grid cannot follow the 1/σ² blow-up of the KL penalty (low noise).
 """
 
 from __future__ import annotations
@@ -23,22 +27,17 @@ from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
+    ClaimArms,
     Decision,
     ExperimentConfig,
     SeedOutput,
-    all_of,
     paired_improvement,
+    per_regime,
 )
 from icml26.harness.plots import save_figure
+from icml26.harness.tuning import TuningSpec, tune_arms
 
-from .control import (
-    closed_loop_cost,
-    control_penalty,
-    discounted_dlqr,
-    kl_regularized_lqr,
-    simulate_linear,
-    spectral_radius,
-)
+from .control import discounted_dlqr, kl_regularized_lqr, simulate_linear, spectral_radius
 from .divergences import (
     divergence_path_energy,
     kl_gaussian,
@@ -48,7 +47,10 @@ from .divergences import (
 )
 from .systems import CartPole, double_integrator
 
-METHODS = ("kl", "wkl", "kwkl")
+TUNED = ("kl", "wkl", "kwkl", "lqr")
+"""Arms tuned from the same λ grid: the three divergence penalties and a plain penalty R = (λ/2) I."""
+FIXED = ("kl_fixed", "wkl_fixed", "kwkl_fixed")
+"""The three penalties at the paper's fixed λ (feedback claim)."""
 
 
 @dataclass(frozen=True)
@@ -57,70 +59,78 @@ class Config(ExperimentConfig):
 
     Attributes
     ----------
-    div_dims : tuple of int
-        Dimensions of the random Gaussian pairs checked against the shooting oracle (E1).
-    div_scales : tuple of float
-        Equal-covariance scales ``s`` (``S = s I``) of the degeneration sweep (E1).
-    eps_div : float
-        KW regulariser in E1 (our choice).
-    di_noise : tuple of float
-        Diagonal of the anisotropic double-integrator noise (E2); third-party script value.
-    di_lam : float
-        λ in E2 with ``half=True``; 2.0 reproduces the script's ``R = lam * M`` with lam = 1.
-    di_gamma : float
-        Discount of the double integrator (third-party script: 0.9).
-    di_eps : float
-        KW ε of the double integrator (third-party script: 1).
-    sweep_sigma2 : tuple of float
-        Isotropic noise levels of E3 (brief: 1 ... 1e-8).
-    sigma2_ref : float
-        Reference noise level at which all weights are matched in E3 (brief: 1).
-    sigma2_low : float
-        Low-noise level judged by claim 3a (our choice: 4 decades below the reference).
-    n_rollouts, horizon : int
-        Monte-Carlo rollouts (common random numbers across methods) and steps for E3.
-    cp_sigma2_ref, cp_sigma2_low : float
-        Cart-pole reference and low noise levels. ``1e-4`` is our choice: at ``1e-2`` no
-        controller keeps the pole up for more than ~10 steps (measured in a probe run).
-    cp_sigma2 : tuple of float
-        Cart-pole noise levels for the plot.
-    cp_gamma : float
-        Cart-pole discount (brief: 0.99; 0.9 is too short a horizon at tau = 0.02).
-    cp_lam : float
-        λ of the reference penalty for the cart-pole (``half=True``; 2.0 = script's λ = 1).
-    cp_rollouts, cp_horizon : int
-        Nonlinear rollouts per seed and their length (500 = gymnasium's limit).
-    pareto_lams : tuple of float
-        λ grid of the Pareto plot (E2 setting).
+    div_dims, div_scales, eps_div
+        E1: dimensions of random SPD pairs checked against the shooting oracle, the equal-covariance
+        scales ``S = s I``, and the KW regulariser (our choice).
+    small_eig_pairs
+        E1: ``(a, b)`` pairs; ``S0 = diag(1, a)``, ``S1 = diag(1, b)`` whose small eigenvalues differ
+        by orders of magnitude (the equal-covariance bug of issue 20).
+    lam_grid
+        The λ grid every tuned arm shares (our choice: 1e-3 .. 1e3, 9 points). λ = 0 ("off") is not
+        admissible: the Riccati equation needs a positive definite control weight.
+    paper_lam
+        λ of the fixed-weight arms (``half=True``; 2.0 = the third-party script's λ = 1).
+    di_gamma, di_eps
+        Double integrator discount and KW ε (third-party script: 0.9 and 1).
+    di_levels, di_structures, di_input_gains
+        E2 regimes: noise levels σ², noise structures, and the input gains of the second system
+        (the first has unit gains, so its B^T B = I equals the evaluation's control weight).
+    di_fixed_noise
+        The third-party anisotropic noise diag(1e-5, 1e-5, 10, 10) for the feedback claim.
+    n_rollouts, horizon
+        Rollouts per split (validation and test draws are independent) and steps (γ^60 < 0.002).
+    cp_levels, cp_gamma, cp_eps, cp_r_eval, cp_rollouts, cp_horizon
+        E3: noise levels, discount (brief: 0.99), KW ε (our choice: 1e-4), weight of F² in the
+        evaluation cost (our choice), rollouts per split and steps (gymnasium's limit is 500).
     """
 
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    seeds: tuple[int, ...] = (0, 1, 2)
     div_dims: tuple[int, ...] = (1, 2, 3, 5)
     div_scales: tuple[float, ...] = (1.0, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10)
     eps_div: float = 1.0
-    di_noise: tuple[float, ...] = (1e-5, 1e-5, 10.0, 10.0)
-    di_lam: float = 2.0
+    small_eig_pairs: tuple[float, ...] = (1e-13, 1e-15, 1e-9, 1e-13, 1e-6, 1e-12)
+    lam_grid: tuple[float, ...] = tuple(float(x) for x in np.logspace(-3, 3, 9))
+    paper_lam: float = 2.0
     di_gamma: float = 0.9
     di_eps: float = 1.0
-    sweep_sigma2: tuple[float, ...] = (1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
-    sigma2_ref: float = 1.0
-    sigma2_low: float = 1e-4
-    n_rollouts: int = 256
-    horizon: int = 200
-    cp_sigma2_ref: float = 1e-4
-    cp_sigma2_low: float = 1e-6
-    cp_sigma2: tuple[float, ...] = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
+    di_levels: tuple[float, ...] = (1e-1, 1e-3, 1e-6)
+    di_structures: tuple[str, ...] = ("isotropic", "anisotropic", "degenerating")
+    di_input_gains: tuple[float, ...] = (1.0, 0.2)
+    di_fixed_noise: tuple[float, ...] = (1e-5, 1e-5, 10.0, 10.0)
+    n_rollouts: int = 48
+    horizon: int = 60
+    cp_levels: tuple[float, ...] = (1e-4, 1e-6, 1e-8)
     cp_gamma: float = 0.99
-    cp_lam: float = 2.0
-    cp_rollouts: int = 128
-    cp_horizon: int = 500
-    pareto_lams: tuple[float, ...] = (0.02, 0.05, 0.2, 0.5, 2.0, 5.0, 20.0, 50.0, 200.0)
+    cp_eps: float = 1e-4
+    cp_r_eval: float = 1e-3
+    cp_rollouts: int = 16
+    cp_horizon: int = 250
+
+    BOUNDS = {
+        "div_dims": (1, 8), "div_scales": (1e-12, 1e3), "eps_div": (1e-9, 1e6), "small_eig_pairs": (1e-16, 1.0),
+        "lam_grid": (1e-9, 1e9), "paper_lam": (1e-9, 1e9), "di_gamma": (1e-3, 0.999), "di_eps": (1e-12, 1e6),
+        "di_levels": (1e-10, 1.0), "di_input_gains": (1e-3, 1e3), "di_fixed_noise": (1e-12, 1e6),
+        "n_rollouts": (2, None), "horizon": (1, None), "cp_levels": (1e-12, 1e-2), "cp_gamma": (0.5, 0.9999),
+        "cp_eps": (1e-12, 1e6), "cp_r_eval": (0.0, 1e3), "cp_rollouts": (2, None), "cp_horizon": (1, 500),
+    }
+
+    def extra_checks(self) -> None:
+        if len(self.small_eig_pairs) % 2:
+            self.out_of_range("small_eig_pairs", "an even number of values (a, b pairs)")
+        if not set(self.di_structures) <= {"isotropic", "anisotropic", "degenerating"} or not self.di_structures:
+            self.out_of_range("di_structures", "a non-empty subset of isotropic, anisotropic, degenerating")
+        if len(self.di_input_gains) != 2:
+            self.out_of_range("di_input_gains", "two gains (one per input of the 2-D double integrator)")
+        if len(self.di_fixed_noise) != 4:
+            self.out_of_range("di_fixed_noise", "four variances (state order p1, v1, p2, v2)")
+        if len(set(self.lam_grid)) != len(self.lam_grid):
+            self.out_of_range("lam_grid", "distinct values")
 
     @classmethod
     def smoke(cls) -> Config:
-        return cls(seeds=(0, 1, 2), div_dims=(1, 2), n_rollouts=64, horizon=100,
-                   sweep_sigma2=(1.0, 1e-2, 1e-4, 1e-6, 1e-8), cp_sigma2=(1e-4, 1e-6),
-                   cp_rollouts=16, cp_horizon=200, pareto_lams=(0.2, 2.0, 20.0))
+        return cls(seeds=(0, 1), div_dims=(1, 2), div_scales=(1.0, 1e-4, 1e-10),
+                   lam_grid=(1e-2, 1e-1, 1.0, 10.0), di_levels=(1e-6,), di_structures=("isotropic", "anisotropic"),
+                   n_rollouts=16, horizon=40, cp_levels=(1e-4, 1e-8), cp_rollouts=6, cp_horizon=150)
 
     @classmethod
     def quick(cls) -> Config:
@@ -128,40 +138,23 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls) -> Config:
-        return cls(seeds=tuple(range(20)), div_dims=(1, 2, 3, 4, 5, 6), n_rollouts=1024,
-                   cp_rollouts=512, cp_sigma2=(1e-3, 3e-4, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10),
-                   pareto_lams=tuple(float(x) for x in np.logspace(-2, 3, 21)))
-
-
-# ----------------------------------------------------------------------------------------------
-# matched weights
-# ----------------------------------------------------------------------------------------------
-
-
-def matched_lams(sigma2_ref: float, lam_ref: float, eps: float) -> dict[str, float]:
-    """λ per method so that every penalty equals ``(lam_ref/2) B^T B`` at ``Sigma_w = sigma2_ref I``.
-
-    KL: ``B^T B / sigma2``; WKL: ``B^T B``; KWKL: ``B^T B / (sigma2 + eps)`` (isotropic noise).
-    """
-    return {"kl": lam_ref * sigma2_ref, "wkl": lam_ref, "kwkl": lam_ref * (sigma2_ref + eps),
-            "lqr": lam_ref}
-
-
-def _design(A, B, Q, sigma2, lams, eps, gamma):
-    n = A.shape[0]
-    Sw = sigma2 * np.eye(n)
-    gains = {}
-    for name in METHODS:
-        gains[name] = kl_regularized_lqr(A, B, Q, Sw, divergence=name, lam=lams[name],
-                                         gamma=gamma, eps=eps)[0]
-    R_ref = control_penalty(B, np.eye(n), "wkl", lam=lams["lqr"])
-    gains["lqr"] = discounted_dlqr(A, B, Q, R_ref, gamma)[0]  # plain LQR, fixed R
-    return gains
+        return cls(seeds=tuple(range(10)), div_dims=(1, 2, 3, 4, 5, 6), n_rollouts=512,
+                   di_levels=(1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8), cp_levels=(1e-3, 1e-4, 1e-5, 1e-6, 1e-8),
+                   cp_rollouts=128, cp_horizon=500,
+                   lam_grid=tuple(float(x) for x in np.logspace(-4, 4, 25)))
 
 
 # ----------------------------------------------------------------------------------------------
 # E1
 # ----------------------------------------------------------------------------------------------
+
+
+def _wkl_1d(s0: float, s1: float, dm: float) -> float:
+    """The 1-D WKL formula of the brief (variances s0, s1), independent of the n-D code path."""
+    if s0 == s1:
+        return 0.5 * dm * dm
+    r0, r1 = math.sqrt(s0), math.sqrt(s1)
+    return (s1 * math.log(s1 / s0) - s1 + s0) / 4.0 * (1.0 + dm * dm / (r1 - r0) ** 2)
 
 
 def _random_spd(rng, n, cond_cap=20.0):
@@ -199,155 +192,181 @@ def _e1(config: Config, rng) -> dict[str, dict[str, float]]:
         D1 = np.diag(np.diag(S1))
         ref = divergence_path_energy(m0, D0, m1, D1, geometry="kalman_wasserstein", eps=eps)
         kw_err = max(kw_err, abs(kwkl_gaussian(m0, D0, m1, D1, eps=eps) / ref - 1.0))
+    # pairs whose small eigenvalues differ by orders of magnitude (issue 20): per-direction 1-D formula
+    small_err = 0.0
+    pairs = config.small_eig_pairs
+    for a, b in zip(pairs[0::2], pairs[1::2], strict=True):
+        dm2 = rng.normal(size=2)
+        exact = _wkl_1d(1.0, 1.0, dm2[0]) + _wkl_1d(a, b, dm2[1])
+        got = wkl_gaussian(np.zeros(2), np.diag([1.0, a]), dm2, np.diag([1.0, b]))
+        small_err = max(small_err, abs(got / exact - 1.0))
     return {
-        "wkl": {"div_eq_dev": wkl_dev, "div_ell_dev": ell_dev, "div_oracle_err": w_err},
+        "wkl": {"div_eq_dev": wkl_dev, "div_ell_dev": ell_dev, "div_oracle_err": w_err,
+                "div_small_eig_err": small_err},
         "kl": {"div_growth": growth},
         "kwkl": {"div_sat_ratio": kw_sat, "div_oracle_err": kw_err},
         "kwkl_eps0": {"div_eq_dev": kw0_dev},
     }
 
 
+
 # ----------------------------------------------------------------------------------------------
-# E2 / E3: double integrator
+# E2 / E3: tuned controllers
 # ----------------------------------------------------------------------------------------------
 
 
-def _axis1(K):
-    return float(np.linalg.norm(K[0, :2]))
+def _fmt(x: float) -> str:
+    return f"{x:g}"
 
 
-def _e2(config: Config) -> tuple[dict[str, dict[str, float]], dict]:
+def di_noise(structure: str, sigma2: float) -> np.ndarray:
+    """Noise covariance of the 2-D double integrator (state order p1, v1, p2, v2).
+
+    ``isotropic``: σ² I. ``anisotropic``: diag(1, σ², 1, 1) (the first input's direction nearly
+    noiseless). ``degenerating``: unit variances with velocity correlation 1 - σ², singular along
+    v1 - v2 as σ² -> 0. All three equal I at σ² = 1 (the first only up to σ²).
+    """
+    if structure == "isotropic":
+        return sigma2 * np.eye(4)
+    if structure == "anisotropic":
+        return np.diag([1.0, sigma2, 1.0, 1.0])
+    if structure == "degenerating":
+        S = np.eye(4)
+        S[1, 3] = S[3, 1] = 1.0 - sigma2
+        return S
+    raise ValueError(f"unknown noise structure {structure!r}")
+
+
+def _gain(arm: str, A, B, Q, Sw, lam: float, gamma: float, eps: float) -> np.ndarray:
+    """Feedback gain of one arm at weight ``lam`` through the public API."""
+    if arm == "lqr":
+        return discounted_dlqr(A, B, Q, 0.5 * lam * np.eye(B.shape[1]), gamma)[0]
+    div = arm.removesuffix("_fixed")
+    return kl_regularized_lqr(A, B, Q, Sw, divergence=div, lam=lam, gamma=gamma, eps=eps)[0]
+
+
+def _linear_cost(A, B, K, Q, Sw, gamma, x0, noise_seed, T) -> float:
+    """Mean discounted cost sum_t gamma^t (x'Qx + u'u) over rollouts (common random numbers)."""
+    xs, us = simulate_linear(A, B, K, Sw, x0, T, np.random.default_rng(noise_seed))
+    disc = gamma ** np.arange(T)
+    stage = np.einsum("ntj,jk,ntk->nt", xs[:, :T], Q, xs[:, :T]) + np.sum(us**2, axis=2)
+    return float(np.mean(stage @ disc))
+
+
+def _tune_and_test(arms, design, score, grid, budget, val, test) -> tuple[dict, dict]:
+    """tune_arms on the validation draws, then the chosen gain scored on fresh test draws."""
+    specs = {a: TuningSpec(grid=[{"lam": lam} for lam in grid],
+                           validate=lambda p, a=a: score(design(a, p["lam"]), val),
+                           maximize=False, budget=budget) for a in arms}
+    tuned = tune_arms(specs)
+    gains = {a: design(a, tuned[a].chosen["lam"]) for a in arms}
+    return tuned, {a: (gains[a], score(gains[a], test)) for a in arms}
+
+
+def _di_systems(config: Config) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     A, B = double_integrator(dims=2)
-    Q = np.eye(4)
-    Sw = np.diag(config.di_noise)
-    out: dict[str, dict[str, float]] = {}
-    for name in METHODS:
-        K, _, E = kl_regularized_lqr(A, B, Q, Sw, divergence=name, lam=config.di_lam,
-                                     gamma=config.di_gamma, eps=config.di_eps)
-        out[name] = {"di_axis1_gain": _axis1(K), "di_rho": float(np.max(np.abs(E))),
-                     "di_gain_fro": float(np.linalg.norm(K)),
-                     "di_cost_eval": closed_loop_cost(A, B, K, Q, np.eye(2), Sw,
-                                                      gamma=config.di_gamma)}
-    # negative control: isotropic noise at the reference level with matched weights
-    lams = matched_lams(config.sigma2_ref, config.di_lam, config.sigma2_ref)
-    gains = _design(A, B, Q, config.sigma2_ref, lams, config.sigma2_ref, config.di_gamma)
-    for name in METHODS:
-        out[name]["di_ref_axis1_gain"] = _axis1(gains[name])
-        out[name]["di_ref_rho"] = spectral_radius(A - B @ gains[name])
-    # Pareto curves (state cost vs control energy) over a lambda grid
-    pareto = {}
-    for name in METHODS:
-        pts = []
-        for lam in config.pareto_lams:
-            K = kl_regularized_lqr(A, B, Q, Sw, divergence=name, lam=lam, gamma=config.di_gamma,
-                                   eps=config.di_eps)[0]
-            pts.append([closed_loop_cost(A, B, K, Q, np.zeros((2, 2)), Sw, gamma=config.di_gamma),
-                        closed_loop_cost(A, B, K, np.zeros((4, 4)), np.eye(2), Sw,
-                                         gamma=config.di_gamma)])
-        pareto[name] = pts
-    return out, {"pareto": pareto}
+    return {"di": (A, B), "di_unequal": (A, B * np.asarray(config.di_input_gains)[None, :])}
 
 
-def _e3(config: Config, rng) -> tuple[dict[str, dict[str, float]], dict]:
+def _e2(config: Config, rng, metrics, tuning, extras) -> None:
+    Q, g = np.eye(4), config.di_gamma
+    T = config.horizon
+    budget = {"rollouts": config.n_rollouts, "horizon": T}
+    table = {}
+    for sysname, (A, B) in _di_systems(config).items():
+        for structure in config.di_structures:
+            for s2 in config.di_levels:
+                Sw = di_noise(structure, s2)
+                reg = f"{sysname}_{structure}_{_fmt(s2)}"
+                val = (rng.standard_normal((config.n_rollouts, 4)), int(rng.integers(2**31)))
+                test = (rng.standard_normal((config.n_rollouts, 4)), int(rng.integers(2**31)))
+
+                def design(arm, lam, A=A, B=B, Sw=Sw):
+                    return _gain(arm, A, B, Q, Sw, lam, g, config.di_eps)
+
+                def score(K, draws, A=A, B=B, Sw=Sw):
+                    return _linear_cost(A, B, K, Q, Sw, g, draws[0], draws[1], T)
+
+                tuned, out = _tune_and_test(TUNED, design, score, config.lam_grid, budget, val, test)
+                for arm, (_, cost) in out.items():
+                    metrics[arm][f"cost_{reg}"] = cost
+                    tuning[f"{arm}@{reg}"] = tuned[arm]
+                table[reg] = {a: {"lam": tuned[a].chosen["lam"], "test_cost": c}
+                              for a, (_, c) in out.items()}
+    # the third-party anisotropic setting at the paper's fixed λ, and the KL arm tuned there
     A, B = double_integrator(dims=2)
-    Q = np.eye(4)
-    g = config.di_gamma
-    eps = config.sigma2_ref  # brief: eps = sigma2_ref
-    lams = matched_lams(config.sigma2_ref, config.di_lam, eps)
-    arms = (*METHODS, "lqr")
-    curves = {name: {"gain": [], "state_cost": [], "energy": []} for name in arms}
-    for s2 in config.sweep_sigma2:
-        gains = _design(A, B, Q, s2, lams, eps, g)
-        Sw = s2 * np.eye(4)
-        for name in arms:
-            K = gains[name]
-            curves[name]["gain"].append(float(np.linalg.norm(K)))
-            curves[name]["state_cost"].append(
-                closed_loop_cost(A, B, K, Q, np.zeros((2, 2)), Sw, gamma=g))
-            curves[name]["energy"].append(
-                closed_loop_cost(A, B, K, np.zeros((4, 4)), np.eye(2), Sw, gamma=g))
-    out: dict[str, dict[str, float]] = {name: {} for name in arms}
-    disc = g ** np.arange(config.horizon + 1)
-    for tag, s2 in (("low", config.sigma2_low), ("ref", config.sigma2_ref)):
-        gains = _design(A, B, Q, s2, lams, eps, g)
-        Sw = s2 * np.eye(4)
-        x0 = rng.standard_normal((config.n_rollouts, 4))
-        noise_seed = int(rng.integers(2**31))
-        for name in arms:
-            K = gains[name]
-            xs, _ = simulate_linear(A, B, K, Sw, x0, config.horizon,
-                                    np.random.default_rng(noise_seed))  # common random numbers
-            sim = float(np.mean(np.einsum("ntj,jk,ntk->nt", xs, Q, xs) @ disc))
-            out[name][f"sweep_sim_state_cost_{tag}"] = sim
-            out[name][f"sweep_state_cost_{tag}"] = closed_loop_cost(
-                A, B, K, Q, np.zeros((2, 2)), Sw, gamma=g)
-            out[name][f"sweep_gain_{tag}"] = float(np.linalg.norm(K))
-    return out, {"sweep": {"sigma2": list(config.sweep_sigma2), "curves": curves}}
+    Sw = np.diag(config.di_fixed_noise)
+    for arm in FIXED:
+        K = _gain(arm, A, B, Q, Sw, config.paper_lam, g, config.di_eps)
+        metrics[arm]["gain_di_fixed"] = float(np.linalg.norm(K[0, :2]))
+        metrics[arm]["rho_di_fixed"] = spectral_radius(A - B @ K)
+    val = (rng.standard_normal((config.n_rollouts, 4)), int(rng.integers(2**31)))
+    tuned = tune_arms({"kl": TuningSpec(
+        grid=[{"lam": lam} for lam in config.lam_grid], maximize=False, budget=budget,
+        validate=lambda p: _linear_cost(A, B, _gain("kl", A, B, Q, Sw, p["lam"], g, config.di_eps), Q, Sw, g,
+                                        val[0], val[1], T))})
+    K = _gain("kl", A, B, Q, Sw, tuned["kl"].chosen["lam"], g, config.di_eps)
+    metrics["kl"]["gain_di_fixed"] = float(np.linalg.norm(K[0, :2]))
+    metrics["kl"]["rho_di_fixed"] = spectral_radius(A - B @ K)
+    tuning["kl@di_fixed"] = tuned["kl"]
+    extras["double_integrator"] = table
 
 
-# ----------------------------------------------------------------------------------------------
-# E4: cart-pole
-# ----------------------------------------------------------------------------------------------
-
-
-def _e4(config: Config, rng) -> tuple[dict[str, dict[str, float]], dict]:
+def _e3(config: Config, rng, metrics, tuning, extras) -> None:
     cp = CartPole()
     A, B = cp.linearize()
     Q = np.diag([1.0, 1.0, 10.0, 1.0])  # brief section 2.4 (not confirmed in the paper)
-    eps = config.cp_sigma2_ref
-    lams = matched_lams(config.cp_sigma2_ref, config.cp_lam, eps)
-    arms = (*METHODS, "lqr")
-    levels = sorted({*config.cp_sigma2, config.cp_sigma2_ref, config.cp_sigma2_low}, reverse=True)
-    curves = {name: {"survival": [], "state_cost": [], "pos_gain": [], "rho": []} for name in arms}
-    out: dict[str, dict[str, float]] = {name: {} for name in arms}
-    for s2 in levels:
-        gains = _design(A, B, Q, s2, lams, eps, config.cp_gamma)
+    g, T, N = config.cp_gamma, config.cp_horizon, config.cp_rollouts
+    budget = {"rollouts": N, "horizon": T}
+    table = {}
+    for s2 in config.cp_levels:
         Sw = s2 * np.eye(4)
-        x0 = rng.uniform(-0.05, 0.05, size=(config.cp_rollouts, 4))  # gymnasium reset
-        noise_seed = int(rng.integers(2**31))
-        for name in arms:
-            K = gains[name]
-            sim = cp.simulate(K, x0, config.cp_horizon, Sw, np.random.default_rng(noise_seed), Q)
-            surv, cost = float(sim["survival"].mean()), float(sim["state_cost"].mean())
-            rho = spectral_radius(A - B @ K)
-            curves[name]["survival"].append(surv)
-            curves[name]["state_cost"].append(cost)
-            curves[name]["pos_gain"].append(float(abs(K[0, 0])))
-            curves[name]["rho"].append(rho)
-            for tag, lev in (("low", config.cp_sigma2_low), ("ref", config.cp_sigma2_ref)):
-                if s2 == lev:
-                    out[name][f"cp_survival_{tag}"] = surv
-                    out[name][f"cp_cost_{tag}"] = cost
-                    out[name][f"cp_energy_{tag}"] = float(sim["energy"].mean())
-                    out[name][f"cp_rho_{tag}"] = rho
-                    out[name][f"cp_pos_gain_{tag}"] = float(abs(K[0, 0]))
-    return out, {"cartpole": {"sigma2": levels, "curves": curves}}
+        reg = f"cp_{_fmt(s2)}"
+        val = (rng.uniform(-0.05, 0.05, size=(N, 4)), int(rng.integers(2**31)))  # gymnasium reset
+        test = (rng.uniform(-0.05, 0.05, size=(N, 4)), int(rng.integers(2**31)))
+
+        def design(arm, lam, Sw=Sw):
+            return _gain(arm, A, B, Q, Sw, lam, g, config.cp_eps)
+
+        def score(K, draws, Sw=Sw):
+            sim = cp.simulate(K, draws[0], T, Sw, np.random.default_rng(draws[1]), Q)
+            return float(np.mean(sim["state_cost"] + config.cp_r_eval * sim["energy"]))
+
+        tuned, out = _tune_and_test(TUNED, design, score, config.lam_grid, budget, val, test)
+        for arm, (K, cost) in out.items():
+            metrics[arm][f"cost_{reg}"] = cost
+            metrics[arm][f"gain_{reg}"] = float(abs(K[0, 0]))
+            metrics[arm][f"rho_{reg}"] = spectral_radius(A - B @ K)
+            tuning[f"{arm}@{reg}"] = tuned[arm]
+        for arm in FIXED:
+            K = design(arm, config.paper_lam)
+            metrics[arm][f"gain_{reg}"] = float(abs(K[0, 0]))
+            metrics[arm][f"rho_{reg}"] = spectral_radius(A - B @ K)
+            metrics[arm][f"survival_{reg}"] = float(np.mean(
+                cp.simulate(K, test[0], T, Sw, np.random.default_rng(test[1]), Q)["survival"]))
+        table[reg] = {a: {"lam": tuned[a].chosen["lam"], "test_cost": c, "cart_gain": float(abs(K_[0, 0]))}
+                      for a, (K_, c) in out.items()}
+    extras["cartpole"] = table
+
+
+ARMS = ("kl", "wkl", "kwkl", "lqr", "kl_fixed", "wkl_fixed", "kwkl_fixed", "kwkl_eps0")
 
 
 def run(config: Config, seed: int) -> SeedOutput:
     rng = np.random.default_rng(seed)
-    metrics: dict[str, dict[str, float]] = {}
+    metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
+    tuning: dict = {}
     extras: dict = {}
-
-    def merge(part):
-        for arm, vals in part.items():
-            metrics.setdefault(arm, {}).update(vals)
-
-    merge(_e1(config, rng))
-    m2, x2 = _e2(config)
-    merge(m2)
-    m3, x3 = _e3(config, rng)
-    merge(m3)
-    m4, x4 = _e4(config, rng)
-    merge(m4)
-    extras.update(x2)
-    extras.update(x3)
-    extras.update(x4)
-    return SeedOutput(metrics=metrics, extras=extras)
+    for arm, vals in _e1(config, np.random.default_rng([seed, 1])).items():
+        metrics[arm].update(vals)
+    _e2(config, np.random.default_rng([seed, 2]), metrics, tuning, extras)
+    _e3(config, np.random.default_rng([seed, 3]), metrics, tuning, extras)
+    del rng
+    return SeedOutput(metrics=metrics, extras=extras, tuning=tuning)
 
 
 # ----------------------------------------------------------------------------------------------
-# claims (rules fixed before any run)
+# claims (rules fixed before the quick run; README: what changed after the review and why)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -362,129 +381,174 @@ def _divergence_rule(eq_arm: str):
         growth = m["kl"]["div_growth"]
         sat = m["kwkl"]["div_sat_ratio"]
         err = list(m["wkl"]["div_oracle_err"]) + list(m["kwkl"]["div_oracle_err"])
+        small = m["wkl"]["div_small_eig_err"]
         ok = {
             "finite_equal_cov": _every(dev, lambda v: v <= 1e-6),
             "finite_elliptic": _every(ell, lambda v: v <= 1e-6),
             "kl_blows_up": _every(growth, lambda v: v >= 1e8),
             "kwkl_saturates": _every(sat, lambda v: v <= 1.0 + 1e-6),
             "closed_form_vs_oracle": _every(err, lambda v: v <= 0.01),
+            "small_eigenvalues_per_direction": _every(small, lambda v: v <= 1e-6),
         }
         verdict = REPRODUCED if all(ok.values()) else NOT_REPRODUCED
-        ours = (f"{eq_arm} max|D/(0.5|dm|^2)-1|={max(dev):.2g}; KL(1e-10)/KL(1)={min(growth):.3g}; "
-                f"closed form vs oracle max rel err={max(err):.2g}")
+        ours = (f"{eq_arm} max|D/(0.5|dm|^2)-1|={max(dev):.2g}; KL(s_min)/KL(1)={min(growth):.3g}; "
+                f"closed form vs oracle max rel err={max(err):.2g}; small-eigenvalue pairs vs 1-D formula "
+                f"{max(small):.2g}")
         return Decision(verdict, ours, {"checks": ok, "dev": list(dev), "growth": list(growth),
-                                        "oracle_err": err, "sat": list(sat)})
+                                        "oracle_err": err, "sat": list(sat), "small_eig_err": list(small)})
 
     return rule
 
 
-def _gain_rule(prefix: str):
+def _structure_label(structure: str) -> str:
+    return {"isotropic": "sigma2*I", "anisotropic": "diag(1,sigma2,1,1)",
+            "degenerating": "velocity correlation 1-sigma2"}[structure]
+
+
+def _perf_regimes(m, c: Config, arm: str) -> list[tuple[str, Decision]]:
+    regs = []
+    for sysname in ("di", "di_unequal"):
+        for structure in c.di_structures:
+            for s2 in c.di_levels:
+                key = f"cost_{sysname}_{structure}_{_fmt(s2)}"
+                label = f"{sysname} {structure} ({_structure_label(structure)}), sigma2={_fmt(s2)}"
+                regs.append((label, _beats(m, arm, key)))
+    return regs
+
+
+def _beats(m, arm: str, key: str) -> Decision:
+    base = m["kl"][key]
+    min_gap = 0.01 * abs(float(np.mean(base)))
+    d = paired_improvement(m[arm][key], base, higher_is_better=False, min_gap=min_gap,
+                           label=f"{arm} vs retuned kl: ")
+    kw = float(np.mean(m["kwkl"][key]))
+    return Decision(d.verdict, d.ours + f"; kwkl {kw:.4g}", {**d.evidence, "kwkl_mean": kw})
+
+
+def _di_rule(arm: str):
     def rule(m, c) -> Decision:
-        kl_g = np.mean(m["kl"][f"{prefix}axis1_gain"])
-        w_g = np.mean(m["wkl"][f"{prefix}axis1_gain"])
-        kw_g = np.mean(m["kwkl"][f"{prefix}axis1_gain"])
-        rho = {k: float(np.mean(m[k][f"{prefix}rho"])) for k in METHODS}
-        ok = {
-            "kl_gain_collapses": kl_g < 0.05 * w_g,
-            "kwkl_keeps_gain": kw_g > 0.5 * w_g,
-            "kl_loses_feedback": rho["kl"] >= 0.98,
-            "transport_feedback": max(rho["wkl"], rho["kwkl"]) <= 0.9,
-        }
-        verdict = REPRODUCED if all(ok.values()) else NOT_REPRODUCED
-        ours = (f"low-noise-axis |K|: KL {kl_g:.3g}, WKL {w_g:.3g}, KWKL {kw_g:.3g}; "
-                f"rho(A-BK): KL {rho['kl']:.3f}, WKL {rho['wkl']:.3f}, KWKL {rho['kwkl']:.3f}")
-        return Decision(verdict, ours, {"checks": ok, "rho": rho, "gains": [kl_g, w_g, kw_g]})
-
+        return per_regime(_perf_regimes(m, c, arm), require="all")
     return rule
 
 
-def _rel_gap_rule(metric: str, *, survival: str | None = None):
-    """Each transport method beats KL on ``metric`` (lower better) by > 1% of KL's mean, > 2 s.e.,
-    in every seed; with ``survival``, the transport method's mean survival is also >= KL's."""
+def _cp_rule(arm: str):
+    def rule(m, c) -> Decision:
+        return per_regime([(f"cart-pole sigma2={_fmt(s2)}", _beats(m, arm, f"cost_cp_{_fmt(s2)}"))
+                           for s2 in c.cp_levels], require="all")
+    return rule
+
+
+RHO_LOST = 0.99
+"""Spectral radius at or above which a closed loop has lost nontrivial feedback (brief: rho_KL >= 0.99)."""
+
+
+def _feedback_rule(arm: str):
+    """``arm`` keeps nontrivial feedback where the KL controller at the paper's λ loses it."""
+
+    def one(m, gain_key, rho_key, label) -> tuple[str, Decision]:
+        g_x, g_kl = float(np.mean(m[arm][gain_key])), float(np.mean(m["kl_fixed"][gain_key]))
+        r_x, r_kl = float(np.mean(m[arm][rho_key])), float(np.mean(m["kl_fixed"][rho_key]))
+        ok = {"kl_loses_feedback": r_kl >= RHO_LOST, "gain_ratio": g_kl < 0.05 * g_x,
+              "keeps_feedback": r_x < RHO_LOST}
+        ours = (f"low-noise gain {arm} {g_x:.3g} vs kl_fixed {g_kl:.3g}; rho(A-BK) {arm} {r_x:.4f} vs kl_fixed "
+                f"{r_kl:.4f}")
+        return label, Decision(REPRODUCED if all(ok.values()) else NOT_REPRODUCED, ours,
+                               {"checks": ok, "gain": g_x, "gain_kl_fixed": g_kl, "rho": r_x,
+                                "rho_kl_fixed": r_kl})
 
     def rule(m, c) -> Decision:
-        parts = []
-        base = m["kl"][metric]
-        min_gap = 0.01 * abs(float(np.mean(base)))
-        for name in ("wkl", "kwkl"):
-            parts.append(paired_improvement(m[name][metric], base, higher_is_better=False,
-                                            min_gap=min_gap, label=f"{name} vs kl: "))
-            if survival is not None:
-                s_m, s_b = float(np.mean(m[name][survival])), float(np.mean(m["kl"][survival]))
-                parts.append(Decision(REPRODUCED if s_m >= s_b else NOT_REPRODUCED,
-                                      f"{name} survival {s_m:.1f} vs kl {s_b:.1f}",
-                                      {"survival": s_m, "kl_survival": s_b}))
-        return all_of(*parts)
+        regs = [one(m, "gain_di_fixed", "rho_di_fixed", "double integrator diag(1e-5,1e-5,10,10)")]
+        regs += [one(m, f"gain_cp_{_fmt(s2)}", f"rho_cp_{_fmt(s2)}", f"cart-pole sigma2={_fmt(s2)}")
+                 for s2 in c.cp_levels]
+        return per_regime(regs, require="all")
 
     return rule
 
+
+_TUNING = ("every arm's λ chosen from the same grid lam_grid on validation noise draws (tune_arms: equal grid "
+           "and rollout budget), cost measured on fresh draws with common random numbers")
+_LQR = ("'lqr': the plain noise-independent penalty R = (λ/2) I with λ tuned the same way. It lacks the "
+        "transport geometry but shares WKL's noise independence, and its shape is the evaluation's control cost "
+        "(the optimal penalty family for it by construction): if it also beats the retuned KL, the gain is "
+        "noise independence, not the Wasserstein geometry. (The retuned KL that the review names as control is "
+        "the *baseline* here, so the claim must beat it; on the first system, whose B^T B = I, 'lqr' equals "
+        "WKL, on the second and on the cart-pole it does not.)")
 
 CLAIMS = (
     Claim(
         id="divergence_finite",
-        statement="Classical KL between equal-covariance Gaussians blows up as the covariance "
-                  "degenerates; the Wasserstein analog stays 0.5|dm|^2 for every scale (also for "
-                  "elliptic laws) and the regularised Kalman-Wasserstein analog stays bounded; the "
-                  "closed forms equal the dynamical (path-energy) definition.",
+        statement="Classical KL between equal-covariance Gaussians blows up as the covariance degenerates; the "
+                  "Wasserstein analog stays 0.5|dm|^2 for every scale (also for elliptic laws) and the "
+                  "regularised Kalman-Wasserstein analog stays bounded; the closed forms equal the dynamical "
+                  "(path-energy) definition, also for pairs whose small eigenvalues differ by orders of "
+                  "magnitude.",
         paper_value="qualitative (abstract; closed forms in the paper, not retrievable here)",
-        metric="max relative deviation of WKL from 0.5|dm|^2 over S = sI, s = 1..1e-10; "
-               "KL(1e-10)/KL(1); closed form vs shooting oracle",
+        metric="max relative deviation of WKL from 0.5|dm|^2 over S = sI; KL(s_min)/KL(1); closed form vs "
+               "shooting oracle; diag(1,a) -> diag(1,b) vs the 1-D formula per direction",
         scale="exact computation, n = 3 sweep, random SPD pairs n in div_dims (cond <= 20)",
-        rule="every seed: WKL and elliptic-WKL deviation <= 1e-6, KL growth >= 1e8, "
-             "eps*KWKL_eps/(0.5|dm|^2) <= 1 + 1e-6, closed forms within 1% of the oracle",
+        rule="every seed: WKL and elliptic-WKL deviation <= 1e-6, KL growth >= 1e8, eps*KWKL_eps/(0.5|dm|^2) "
+             "<= 1 + 1e-6, closed forms within 1% of the oracle, small-eigenvalue pairs within 1e-6 of the "
+             "per-direction formula",
         decide=_divergence_rule("wkl"),
-        control_description="same rule with the KW divergence at eps = 0 (the regulariser "
-                            "disabled: it equals the Fisher-Rao/KL value) in place of WKL",
+        control_description="same rule with the KW divergence at eps = 0 (the regulariser disabled: it equals "
+                            "the Fisher-Rao/KL value) in place of WKL",
         control=_divergence_rule("kwkl_eps0"),
+        arms=ClaimArms(method="wkl", baselines=("kl", "kwkl"), control="kwkl_eps0"),
     ),
     Claim(
-        id="gain_collapse",
-        statement="With a nearly noiseless axis the KL penalty becomes singular: the KL feedback "
-                  "on that axis collapses and the closed loop is barely stable, while the WKL and "
-                  "KWKL controllers keep nontrivial feedback.",
-        paper_value="qualitative (abstract: 'preserve nontrivial feedback')",
-        metric="low-noise-axis gain norm and spectral radius of A - BK",
-        scale="laptop-scale: 2-D double integrator, Sigma_w = diag(1e-5,1e-5,10,10), gamma = 0.9 "
-              "(third-party script setting, not confirmed in the paper); exact DARE",
-        rule="|K_KL,axis1| < 0.05 |K_WKL,axis1|, |K_KWKL,axis1| > 0.5 |K_WKL,axis1|, "
-             "rho_KL >= 0.98 and max(rho_WKL, rho_KWKL) <= 0.9",
-        decide=_gain_rule("di_"),
-        control_description="the same rule at isotropic noise sigma2_ref * I with weights matched "
-                            "there (all penalties equal: no collapse may be reported)",
-        control=_gain_rule("di_ref_"),
+        id="feedback",
+        statement="As the process noise vanishes the KL penalty becomes singular and the KL controller loses "
+                  "nontrivial feedback (spectral radius of A - BK -> 1, low-noise gain -> 0), while the WKL "
+                  "controller keeps it (abstract: 'preserve nontrivial feedback'; the brief's criteria)",
+        paper_value="qualitative (abstract); brief: cart-pole at sigma2 = 1e-6 KL's cart-position gain < 1% of "
+                    "WKL's, rho_KL = 0.9999 vs rho_WKL = 0.983",
+        metric="low-noise-direction gain (double integrator: axis-1 row norm; cart-pole: |K| on cart position) and "
+               "spectral radius of A - BK, at the paper's fixed λ",
+        scale="laptop-scale: 2-D double integrator with diag(1e-5,1e-5,10,10) (third-party script); cart-pole "
+              "(gymnasium constants, Euler tau = 0.02, gamma = 0.99) at sigma2 in cp_levels; exact DARE",
+        rule="per regime: rho_KL >= 0.99 (KL at the paper's λ lost feedback), KL's low-noise gain < 0.05 x WKL's, "
+             "and rho_WKL < 0.99 (WKL keeps it); all regimes",
+        decide=_feedback_rule("wkl_fixed"),
+        control_description="the KL controller with its λ retuned (arm 'kl', tuned from the same grid as every "
+                            "arm on validation draws): if it keeps nontrivial feedback too, the collapse is a "
+                            "badly chosen λ, not a singular penalty",
+        control=_feedback_rule("kl"),
+        arms=ClaimArms(method="wkl_fixed", baselines=("kl_fixed", "kwkl_fixed"), control="kl"),
     ),
     Claim(
         id="double_integrator_performance",
-        statement="With weights matched at a reference noise level, the transport-regularised "
-                  "controllers regulate the double integrator better than the KL one at low noise.",
+        statement="With equal tuning effort the WKL-regularised controller regulates the double integrator better "
+                  "than the KL-regularised one (abstract: 'better closed-loop performance'), judged per noise "
+                  "structure, noise level and input configuration",
         paper_value="qualitative (abstract: 'better closed-loop performance')",
-        metric="discounted state cost E sum gamma^t x'Qx, Monte-Carlo with common random numbers "
-               "(lower is better); control energy reported alongside",
-        scale="laptop-scale: isotropic noise, matched at sigma2_ref = 1, judged at sigma2 = 1e-4",
-        rule="WKL and KWKL each below KL in every seed, mean paired gap > 1% of KL's cost and "
-             "> 2 s.e.",
-        decide=_rel_gap_rule("sweep_sim_state_cost_low"),
-        control_description="the same rule at the reference noise level, where all weights "
-                            "coincide",
-        control=_rel_gap_rule("sweep_sim_state_cost_ref"),
+        metric="discounted cost E sum gamma^t (x'x + u'u) on fresh noise draws (lower is better); KWKL reported",
+        scale="laptop-scale: 2-D double integrator, unit input gains ('di', B^T B = I, so WKL's penalty is the "
+              "evaluation's control cost: favourable to WKL by construction) and gains di_input_gains "
+              "('di_unequal'); noise isotropic / anisotropic / degenerating at di_levels; " + _TUNING,
+        rule="per regime: WKL's test cost below the retuned KL's in every seed, mean gap > 1% of KL's cost and "
+             "> 2 s.e.; reproduced iff in every regime",
+        decide=_di_rule("wkl"),
+        control_description=_LQR,
+        control=_di_rule("lqr"),
+        arms=ClaimArms(method="wkl", baselines=("kl", "kwkl"), control="lqr"),
     ),
     Claim(
         id="cartpole_performance",
-        statement="On the nonlinear cart-pole with process noise, the transport-regularised "
-                  "controllers (weights matched at a reference noise) keep the pole up at least as "
-                  "long and with lower quadratic cost than the KL controller at low noise.",
+        statement="With equal tuning effort the WKL-regularised controller balances the nonlinear cart-pole with "
+                  "process noise at lower cost than the KL-regularised one, at every noise level",
         paper_value="qualitative (abstract: 'better closed-loop performance')",
-        metric="mean state cost x'Qx per step over 500 steps (frozen at failure) and survival steps",
-        scale="laptop-scale: gymnasium constants, Euler tau = 0.02, gamma = 0.99, "
-              "sigma2_ref = 1e-4, judged at sigma2 = 1e-6",
-        rule="WKL and KWKL each: state cost below KL in every seed, mean gap > 1% of KL's and "
-             "> 2 s.e.; mean survival >= KL's",
-        decide=_rel_gap_rule("cp_cost_low", survival="cp_survival_low"),
-        control_description="the same rule at the reference noise level, where all weights "
-                            "coincide",
-        control=_rel_gap_rule("cp_cost_ref", survival="cp_survival_ref"),
+        metric="mean per-step cost x'Qx + cp_r_eval F^2 over cp_horizon steps (frozen at failure) on fresh draws",
+        scale="laptop-scale: gymnasium constants, Euler tau = 0.02, gamma = 0.99, isotropic noise at cp_levels; "
+              + _TUNING,
+        rule="per noise level: WKL's test cost below the retuned KL's in every seed, mean gap > 1% and > 2 s.e.; "
+             "reproduced iff at every level",
+        decide=_cp_rule("wkl"),
+        control_description=_LQR,
+        control=_cp_rule("lqr"),
+        arms=ClaimArms(method="wkl", baselines=("kl", "kwkl"), control="lqr"),
     ),
 )
+
 
 # ----------------------------------------------------------------------------------------------
 # plots
@@ -499,47 +563,27 @@ def plot(config: Config, outputs, outdir):
 
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    ex = outputs[0].extras
-    paths = []
     colors = {"kl": "C3", "wkl": "C0", "kwkl": "C2", "lqr": "0.5"}
-    styles = {"kl": "-", "wkl": "-", "kwkl": "--", "lqr": ":"}
-
-    def sweep_figure(name, block, keys, titles, suptitle, loglog):
-        fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-        for arm, cur in block["curves"].items():
-            for ax, key in zip(axes, keys, strict=True):
-                y = np.maximum(cur[key], 1e-12) if loglog[key] else cur[key]
-                ax.plot(block["sigma2"], y, styles[arm], color=colors[arm], label=arm,
-                        marker="o", ms=3)
-        for ax, key, title in zip(axes, keys, titles, strict=True):
-            ax.set_xscale("log")
-            if loglog[key]:
-                ax.set_yscale("log")
-            ax.set_xlabel("noise variance sigma^2")
-            ax.set_title(title)
+    systems = ("di", "di_unequal")
+    fig, axes = plt.subplots(len(systems), len(config.di_structures),
+                             figsize=(4 * len(config.di_structures), 3.2 * len(systems)), squeeze=False)
+    for i, sysname in enumerate(systems):
+        for j, structure in enumerate(config.di_structures):
+            ax = axes[i][j]
+            for arm in TUNED:
+                ys = [np.mean([o.metrics[arm][f"cost_{sysname}_{structure}_{_fmt(s2)}"] for o in outputs])
+                      for s2 in config.di_levels]
+                ax.loglog(config.di_levels, ys, "o-", color=colors[arm], label=arm, ms=3)
             ax.invert_xaxis()
-        axes[0].legend()
-        fig.suptitle(suptitle)
-        paths.append(save_figure(fig, outdir / name, dpi=110))
-
-    sweep_figure("double_integrator_sweep.png", ex["sweep"], ("gain", "state_cost", "energy"),
-                 ("||K||_F", "discounted state cost", "discounted control energy"),
-                 f"double integrator, weights matched at sigma^2 = {config.sigma2_ref:g}",
-                 {"gain": True, "state_cost": True, "energy": True})
-    sweep_figure("cartpole_sweep.png", ex["cartpole"], ("pos_gain", "state_cost", "survival"),
-                 ("|K| on cart position", "state cost / step", "survival steps"),
-                 f"cart-pole (seed {config.seeds[0]}), matched at sigma^2 = "
-                 f"{config.cp_sigma2_ref:g}",
-                 {"pos_gain": False, "state_cost": True, "survival": False})
-
-    fig, ax = plt.subplots(figsize=(4.5, 3.6))
-    for name, pts in ex["pareto"].items():
-        pts = np.asarray(pts)
-        ax.loglog(pts[:, 1], pts[:, 0], styles[name], color=colors[name], marker="o", ms=3,
-                  label=name)
-    ax.set_xlabel("discounted control energy")
-    ax.set_ylabel("discounted state cost")
-    ax.set_title("double integrator, anisotropic noise\n(lambda grid)", fontsize=9)
-    ax.legend()
-    paths.append(save_figure(fig, outdir / "double_integrator_pareto.png", dpi=110))
+            ax.set(title=f"{sysname}, {structure}", xlabel="noise level sigma^2", ylabel="test cost")
+    axes[0][0].legend(fontsize=7)
+    paths = [save_figure(fig, outdir / "double_integrator_tuned.png", dpi=110)]
+    fig, ax = plt.subplots(figsize=(4.5, 3.4))
+    for arm in TUNED:
+        ys = [np.mean([o.metrics[arm][f"cost_cp_{_fmt(s2)}"] for o in outputs]) for s2 in config.cp_levels]
+        ax.loglog(config.cp_levels, ys, "o-", color=colors[arm], label=arm, ms=3)
+    ax.invert_xaxis()
+    ax.set(title="cart-pole, tuned λ", xlabel="noise level sigma^2", ylabel="test cost / step")
+    ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "cartpole_tuned.png", dpi=110))
     return paths

@@ -9,11 +9,12 @@ gymnasium's are used.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_psd, check_positive
+from ._validation import as_matrix, as_psd, check_positive
 
 __all__ = ["CartPole", "double_integrator"]
 
@@ -138,10 +139,13 @@ class CartPole:
             ``survival`` (N,) steps before termination, ``state_cost`` (N,) mean of
             :math:`x_t^\top Qx_t` over the ``T`` steps, ``energy`` (N,) mean :math:`F_t^2`.
         """
-        K = np.asarray(K, dtype=float).reshape(1, 4)
-        x = np.array(x0, dtype=float, copy=True)
-        if x.ndim != 2 or x.shape[1] != 4:
-            raise ValueError(f"x0 must have shape (N, 4), got {x.shape}")
+        if isinstance(T, bool) or not isinstance(T, numbers.Integral) or T < 1:
+            raise ValueError(f"T must be a positive integer (number of steps), got {T!r}")
+        T = int(T)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("rng must be a numpy.random.Generator")
+        K = as_matrix(np.reshape(np.asarray(K), (1, -1)) if np.ndim(K) == 1 else K, "K", shape=(1, 4))
+        x = as_matrix(x0, "x0", shape=(None, 4)).copy()
         Sigma_w = as_psd(Sigma_w, "Sigma_w", 4)
         Q = np.eye(4) if Q is None else as_psd(Q, "Q", 4)
         w, U = np.linalg.eigh(Sigma_w)
