@@ -101,6 +101,7 @@ def test_control_that_passes_explains_the_effect():
     entry = judge(_claim(), metrics, None)
     assert entry["verdict"] == NOT_REPRODUCED and entry["explained_by"] == "control"
     assert entry["negative_control"]["passes"] is False
+    assert entry["negative_control"]["powerless"] is False  # it did its job: it explains
 
 
 def test_control_rule_must_read_its_arm():

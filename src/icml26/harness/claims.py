@@ -251,7 +251,9 @@ def judge(claim: Claim, metrics: Metrics, config: Any) -> dict[str, Any]:
             entry["verdict"] = NOT_REPRODUCED
             entry["explained_by"] = arm
             entry["ours"] = f"{decision.ours} [explained by control arm {arm!r}, which passes too]"
-    nc["powerless"] = not nc["passes"]
+    # POWERLESS: the control is another arm under a new name, or passes while nothing is
+    # explained by it; a control that explains the effect did its job and is not powerless
+    nc["powerless"] = "identical_to" in nc or (not nc["passes"] and "explained_by" not in entry)
     entry["negative_control"] = nc
     return entry
 

@@ -38,17 +38,27 @@ def _control(claim: Mapping[str, Any]) -> str:
 
 
 def tuning_cell(result: Mapping[str, Any], claim: Mapping[str, Any]) -> str:
-    """The tuning record of the claim's arms: grid size, budget, chosen (per seed)."""
+    """The tuning record of the claim's arms: grid size, budget, chosen (per seed).
+
+    Records keyed ``ARM@REGIME`` (an arm tuned separately in each regime) are summarised per arm.
+    """
     tuning = result.get("tuning") or {}
     arms = claim.get("arms") or {}
     names = [arms.get("method"), *arms.get("baselines", []), arms.get("control")]
     parts = []
     for arm in names:
-        if arm and arm in tuning:
-            t = tuning[arm]
-            budget = ", ".join(f"{k}={v}" for k, v in (t.get("budget") or {}).items())
-            parts.append(f"{arm}: grid {t['grid_size']}" + (f", {budget}" if budget else "")
-                         + f", chosen {t['chosen']}")
+        if not arm:
+            continue
+        keys = [k for k in tuning if k == arm or k.startswith(f"{arm}@")]
+        if not keys:
+            continue
+        t = tuning[keys[0]]
+        budget = ", ".join(f"{k}={v}" for k, v in (t.get("budget") or {}).items())
+        head = f"{arm}: grid {t['grid_size']}" + (f", {budget}" if budget else "")
+        if keys == [arm]:
+            parts.append(f"{head}, chosen {t['chosen']}")
+        else:
+            parts.append(f"{head}, tuned in {len(keys)} regimes")
     return "; ".join(parts) if parts else "untuned"
 
 
