@@ -4,7 +4,13 @@ Used by papers that need kernel two-sample statistics (nammd; an RBF-MMD metric 
 velocity_deficit; confidence intervals for nppr). Cores never import papers.
 """
 
-from ._validation import as_sample_pair, as_samples, check_positive_int, check_probability
+from icml26.core.validation import (
+    as_sample_pair,
+    as_samples,
+    check_positive_int,
+    check_probability,
+)
+
 from .intervals import mean_confidence_interval, wilson_interval
 from .kernels import GaussianKernel, median_bandwidth, pairwise_sq_dists
 from .mmd import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._validation import check_probability
+from icml26.core.validation import check_probability
 
 __all__ = ["mean_confidence_interval", "wilson_interval"]
 

@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import as_samples
+from icml26.core.validation import as_samples
 
 __all__ = ["GaussianKernel", "median_bandwidth", "pairwise_sq_dists"]
 

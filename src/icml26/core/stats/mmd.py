@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_sample_pair, check_square_gram
+from icml26.core.validation import as_sample_pair, check_square_gram
+
 from .kernels import GaussianKernel
 
 __all__ = [

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_positive_int, check_square_gram
+from icml26.core.validation import check_positive_int, check_square_gram
 
 __all__ = ["BlockSums", "permutation_indices", "permutation_pvalue", "permuted_block_sums"]
 

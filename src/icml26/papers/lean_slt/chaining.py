@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import integrate, special, stats
 
-from ._checks import positive, positive_int
+from icml26.core.validation import check_positive, check_positive_int
 
 __all__ = [
     "DUDLEY_CONSTANT",
@@ -51,7 +51,7 @@ def dudley_integral(log_cover_fn: Callable[[float], float], D: float, *, lower: 
     breakpoints : tuple of float
         Points where ``log_cover_fn`` jumps, passed to the integrator.
     """
-    D = positive("D", D)
+    D = check_positive(D, "D")
     if not (0 <= lower < D):
         raise ValueError(f"need 0 <= lower < D, got lower={lower!r}, D={D!r}")
 
@@ -78,7 +78,7 @@ def dudley_integral(log_cover_fn: Callable[[float], float], D: float, *, lower: 
 
 def dudley_bound(sigma: float, entropy_integral: float) -> float:
     """Paper T7: ``12√2 · σ · J``."""
-    sigma = positive("sigma", sigma)
+    sigma = check_positive(sigma, "sigma")
     if not (entropy_integral >= 0) or math.isinf(entropy_integral):
         raise ValueError(f"entropy_integral must be finite and >= 0, got {entropy_integral!r}")
     return DUDLEY_CONSTANT * sigma * float(entropy_integral)
@@ -86,8 +86,8 @@ def dudley_bound(sigma: float, entropy_integral: float) -> float:
 
 def finite_max_bound(sigma: float, diam: float, card: int) -> float:
     """Paper T6: ``E max_{t∈T} X_t <= σ · diam(T) · √(2 log |T|)`` for ``|T| >= 2``."""
-    sigma, diam = positive("sigma", sigma), positive("diam", diam)
-    card = positive_int("card", card, minimum=2)
+    sigma, diam = check_positive(sigma, "sigma"), check_positive(diam, "diam")
+    card = check_positive_int(card, "card", minimum=2)
     return sigma * diam * math.sqrt(2.0 * math.log(card))
 
 
@@ -109,7 +109,7 @@ def one_step_discretization_rhs(local_osc, net_max):
 
 def expected_chi(r: int) -> float:
     """``E‖g‖₂ = √2 Γ((r+1)/2) / Γ(r/2)`` for ``g ~ N(0, I_r)`` (``r = 0`` gives 0)."""
-    r = positive_int("r", r, minimum=0)
+    r = check_positive_int(r, "r", minimum=0)
     if r == 0:
         return 0.0
     return math.sqrt(2.0) * math.exp(special.gammaln((r + 1) / 2) - special.gammaln(r / 2))
@@ -117,7 +117,7 @@ def expected_chi(r: int) -> float:
 
 def expected_max_gaussian_with_zero(m: int) -> float:
     """``E max(0, g_1, …, g_m)`` for iid standard normals: ``∫_0^∞ 1 − Φ(x)^m dx`` (quadrature)."""
-    m = positive_int("m", m)
+    m = check_positive_int(m, "m")
     value, _ = integrate.quad(lambda x: -math.expm1(m * stats.norm.logcdf(x)), 0, np.inf,
                               epsabs=1e-13, epsrel=1e-11, limit=200)
     return float(value)
@@ -125,7 +125,7 @@ def expected_max_gaussian_with_zero(m: int) -> float:
 
 def expected_max_abs_gaussian(d: int) -> float:
     """``E‖g‖_∞ = ∫_0^∞ 1 − (2Φ(x) − 1)^d dx`` for ``g ~ N(0, I_d)`` (= E sup over B₁^d)."""
-    d = positive_int("d", d)
+    d = check_positive_int(d, "d")
     value, _ = integrate.quad(lambda x: -math.expm1(d * math.log1p(-2 * stats.norm.sf(x))), 0, np.inf,
                               epsabs=1e-13, epsrel=1e-11, limit=200)
     return float(value)
@@ -137,7 +137,7 @@ def l2_ball_entropy_integral_lower(d: int, radius: float, D: float) -> float:
     ``∫_0^{min(D,R)} √(d log(R/ε)) dε = R √d Γ(3/2) Q(3/2, log(R/min(D,R)))`` with ``Q`` the
     regularised upper incomplete gamma function.
     """
-    d, radius, D = positive_int("d", d), positive("radius", radius), positive("D", D)
+    d, radius, D = check_positive_int(d, "d"), check_positive(radius, "radius"), check_positive(D, "D")
     a = min(D, radius) / radius
     tail = special.gammaincc(1.5, -math.log(a)) if a < 1 else 1.0
     return radius * math.sqrt(d) * math.gamma(1.5) * float(tail)
@@ -154,8 +154,8 @@ def brownian_entropy_integral(D: float = 1.0, m_max: int = 1_000_000) -> tuple[f
     -------
     (lower, upper) : tuple of float
     """
-    D = positive("D", D)
-    m_max = positive_int("m_max", m_max, minimum=2)
+    D = check_positive(D, "D")
+    m_max = check_positive_int(m_max, "m_max", minimum=2)
     m = np.arange(2, m_max + 1, dtype=float)
     hi = 1.0 / np.sqrt(2.0 * (m - 1))  # N(ε) = m for ε in [1/√(2m), 1/√(2(m−1)))
     lo = 1.0 / np.sqrt(2.0 * m)

@@ -12,7 +12,12 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from ._checks import finite_array, nonnegative, positive, positive_int
+from icml26.core.validation import (
+    as_finite_array,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
     "irwin_hall_cdf",
@@ -29,8 +34,8 @@ def irwin_hall_cdf(x: float, N: int) -> float:
     ``F(x) = (1/N!) Σ_{k=0}^{⌊x⌋} (−1)^k C(N,k) (x − k)^N`` for ``0 <= x <= N``. The alternating sum
     is evaluated on the exact rational value of the float ``x``, so there is no cancellation error.
     """
-    N = positive_int("N", N)
-    x = nonnegative("x", x)
+    N = check_positive_int(N, "N")
+    x = check_nonnegative(x, "x")
     if x >= N:
         return 1.0
     xf = Fraction(x)
@@ -40,13 +45,13 @@ def irwin_hall_cdf(x: float, N: int) -> float:
 
 def small_ball_bound(eps: float, N: int) -> float:
     """Paper T1: ``P(Σ X_i <= εN) <= (eε)^N`` for independent ``X_i >= 0`` with densities ``<= 1``."""
-    return (math.e * positive("eps", eps)) ** positive_int("N", N)
+    return (math.e * check_positive(eps, "eps")) ** check_positive_int(N, "N")
 
 
 def gaussian_lipschitz_tail_bound(t, L: float):
     """Paper T16: ``P(|f(X) − E f(X)| >= t) <= 2 exp(−t²/(2L²))`` for L-Lipschitz f, ``X ~ N(0, I)``."""
-    L = positive("L", L)
-    t_arr = finite_array("t", t, nonempty=True)
+    L = check_positive(L, "L")
+    t_arr = as_finite_array(t, "t", nonempty=True)
     if np.any(t_arr <= 0):
         raise ValueError("t must be > 0")
     out = 2.0 * np.exp(-(t_arr**2) / (2 * L * L))
@@ -55,8 +60,8 @@ def gaussian_lipschitz_tail_bound(t, L: float):
 
 def gaussian_lipschitz_cgf_bound(lam, L: float):
     """Paper T15: ``log E exp(λ(f(X) − E f(X))) <= λ² L² / 2`` for all real λ."""
-    L = positive("L", L)
-    lam_arr = finite_array("lam", lam)
+    L = check_positive(L, "L")
+    lam_arr = as_finite_array(lam, "lam")
     out = 0.5 * lam_arr**2 * L * L
     return float(out) if out.ndim == 0 else out
 
@@ -66,7 +71,7 @@ def clopper_pearson(k, m: int, confidence: float = 0.99) -> tuple[np.ndarray, np
 
     Returns ``(lower, upper)``: each holds with probability ``>= confidence`` on its own side.
     """
-    m = positive_int("m", m)
+    m = check_positive_int(m, "m")
     if not (0 < confidence < 1):
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     k = np.asarray(k, dtype=float)

@@ -21,7 +21,12 @@ from fractions import Fraction
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from ._checks import finite_array, nonnegative, positive, positive_int
+from icml26.core.validation import (
+    as_finite_array,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+)
 
 __all__ = [
     "greedy_net_indices",
@@ -41,7 +46,7 @@ __all__ = [
 
 
 def _points(points: np.ndarray) -> np.ndarray:
-    arr = finite_array("points", points)
+    arr = as_finite_array(points, "points")
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -68,7 +73,7 @@ def greedy_net_indices(points: np.ndarray, eps: float, metric: str = "euclidean"
     idx : int array, shape (k,)
     """
     x = _points(points)
-    eps = positive("eps", eps)
+    eps = check_positive(eps, "eps")
     m = x.shape[0]
     dist = np.full(m, np.inf)
     chosen: list[int] = []
@@ -99,7 +104,7 @@ def packing_number_greedy(points: np.ndarray, eps: float, metric: str = "euclide
 
 def is_eps_net(net: np.ndarray, points: np.ndarray, eps: float, metric: str = "euclidean") -> bool:
     """Whether every point lies within closed distance ``eps`` of some point of ``net``."""
-    return bool(net_radius(net, points, metric) <= nonnegative("eps", eps))
+    return bool(net_radius(net, points, metric) <= check_nonnegative(eps, "eps"))
 
 
 def net_radius(net: np.ndarray, points: np.ndarray, metric: str = "euclidean") -> float:
@@ -124,7 +129,7 @@ def euclidean_ball_covering_bound(radius: float, eps: float, d: int, *, log: boo
     log : bool
         Return the natural log of the bound (avoids overflow).
     """
-    radius, eps, d = nonnegative("radius", radius), positive("eps", eps), positive_int("d", d)
+    radius, eps, d = check_nonnegative(radius, "radius"), check_positive(eps, "eps"), check_positive_int(d, "d")
     value = d * math.log1p(2.0 * radius / eps)
     return value if log else math.exp(value)
 
@@ -135,7 +140,7 @@ def l1_ball_covering_bound(radius: float, eps: float, d: int, *, log: bool = Fal
     The exponent is computed in exact rational arithmetic from the given floats, so the ceiling is
     never off by one through rounding.
     """
-    radius, eps, d = nonnegative("radius", radius), positive("eps", eps), positive_int("d", d)
+    radius, eps, d = check_nonnegative(radius, "radius"), check_positive(eps, "eps"), check_positive_int(d, "d")
     k = maurey_sample_size(radius, eps)
     value = k * math.log(2 * d + 1)
     return value if log else math.exp(value)
@@ -143,7 +148,7 @@ def l1_ball_covering_bound(radius: float, eps: float, d: int, *, log: bool = Fal
 
 def maurey_sample_size(radius: float, eps: float) -> int:
     """``k = ⌈R²/ε²⌉``, the number of Maurey draws (exact rational ceiling)."""
-    radius, eps = nonnegative("radius", radius), positive("eps", eps)
+    radius, eps = check_nonnegative(radius, "radius"), check_positive(eps, "eps")
     return math.ceil(Fraction(radius) ** 2 / Fraction(eps) ** 2)
 
 
@@ -160,12 +165,12 @@ def metric_entropy(n_cover: float) -> float:
 
 
 def _maurey_inputs(theta, X, radius):
-    X = finite_array("X", X, ndim=2)
-    theta = finite_array("theta", theta, ndim=1)
+    X = as_finite_array(X, "X", ndim=2)
+    theta = as_finite_array(theta, "theta", ndim=1)
     if theta.shape[0] != X.shape[1]:
         raise ValueError(f"theta has {theta.shape[0]} entries but X has {X.shape[1]} columns")
     l1 = float(np.abs(theta).sum())
-    radius = l1 if radius is None else nonnegative("radius", radius)
+    radius = l1 if radius is None else check_nonnegative(radius, "radius")
     if l1 > radius * (1 + 1e-12):
         raise ValueError(f"||theta||_1 = {l1:.6g} exceeds the radius {radius:.6g}")
     return theta, X, radius
@@ -180,7 +185,7 @@ def maurey_expected_sq_error(theta: np.ndarray, X: np.ndarray, k: int, radius: f
     column normalisation ``‖X_j‖₂ <= √n``.
     """
     theta, X, radius = _maurey_inputs(theta, X, radius)
-    k = positive_int("k", k)
+    k = check_positive_int(k, "k")
     n = X.shape[0]
     second = radius * float(np.abs(theta) @ (X**2).sum(axis=0)) / n
     mean_sq = float(np.sum((X @ theta) ** 2)) / n
@@ -201,7 +206,7 @@ def maurey_net_point(theta: np.ndarray, X: np.ndarray, eps: float, rng: np.rando
     distance : float
     """
     theta, X, radius = _maurey_inputs(theta, X, radius)
-    eps = positive("eps", eps)
+    eps = check_positive(eps, "eps")
     if not isinstance(rng, np.random.Generator):
         raise TypeError("rng must be a numpy Generator")
     n, d = X.shape
@@ -213,7 +218,7 @@ def maurey_net_point(theta: np.ndarray, X: np.ndarray, eps: float, rng: np.rando
     columns = ((radius * np.sign(theta))[None, :] * X / math.sqrt(n)).T  # (d, n)
     atoms = np.vstack([columns, np.zeros((1, n))])
     best, best_dist = target, math.inf
-    for _ in range(positive_int("max_tries", max_tries)):
+    for _ in range(check_positive_int(max_tries, "max_tries")):
         draws = rng.choice(d + 1, size=k, p=probs)
         point = atoms[draws].mean(axis=0)
         dist = float(np.linalg.norm(point - target))
@@ -226,7 +231,7 @@ def maurey_net_point(theta: np.ndarray, X: np.ndarray, eps: float, rng: np.rando
 
 def sample_l2_ball(m: int, d: int, radius: float, rng: np.random.Generator) -> np.ndarray:
     """``m`` points uniform in the Euclidean ball ``B₂^d(0, R)``, shape (m, d)."""
-    m, d, radius = positive_int("m", m), positive_int("d", d), nonnegative("radius", radius)
+    m, d, radius = check_positive_int(m, "m"), check_positive_int(d, "d"), check_nonnegative(radius, "radius")
     g = rng.standard_normal((m, d))
     g /= np.linalg.norm(g, axis=1, keepdims=True)
     return radius * g * rng.random((m, 1)) ** (1.0 / d)
@@ -234,7 +239,7 @@ def sample_l2_ball(m: int, d: int, radius: float, rng: np.random.Generator) -> n
 
 def sample_l1_ball(m: int, d: int, radius: float, rng: np.random.Generator) -> np.ndarray:
     """``m`` points uniform in the ℓ₁ ball ``B₁^d(R)``, shape (m, d) (Dirichlet(1,…,1) on d+1 coords)."""
-    m, d, radius = positive_int("m", m), positive_int("d", d), nonnegative("radius", radius)
+    m, d, radius = check_positive_int(m, "m"), check_positive_int(d, "d"), check_nonnegative(radius, "radius")
     e = rng.exponential(size=(m, d + 1))
     u = e[:, :d] / e.sum(axis=1, keepdims=True)
     return radius * u * rng.choice([-1.0, 1.0], size=(m, d))

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import integrate
 
-from ._checks import finite_array, positive_int
+from icml26.core.validation import as_finite_array, check_positive_int
 
 __all__ = [
     "hypercube",
@@ -39,7 +39,7 @@ __all__ = [
 
 def hypercube(n: int) -> np.ndarray:
     """All points of ``{−1, +1}^n`` in C order, shape ``(2**n, n)`` (first coordinate slowest)."""
-    n = positive_int("n", n)
+    n = check_positive_int(n, "n")
     if n > 24:
         raise ValueError(f"n = {n} is too large for exact enumeration (2^n points)")
     bits = (np.arange(2**n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
@@ -47,7 +47,7 @@ def hypercube(n: int) -> np.ndarray:
 
 
 def _table(f, probs: Sequence[np.ndarray] | None, name: str = "f"):
-    arr = finite_array(name, f)
+    arr = as_finite_array(f, name)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have one axis per coordinate")
     if probs is None:
@@ -56,7 +56,7 @@ def _table(f, probs: Sequence[np.ndarray] | None, name: str = "f"):
         raise ValueError(f"need one probability vector per axis: {arr.ndim} axes, {len(probs)} vectors")
     out = []
     for i, p in enumerate(probs):
-        p = finite_array(f"probs[{i}]", p, ndim=1)
+        p = as_finite_array(p, f"probs[{i}]", ndim=1)
         if p.shape[0] != arr.shape[i] or np.any(p < 0) or abs(p.sum() - 1) > 1e-12:
             raise ValueError(f"probs[{i}] must be a probability vector of length {arr.shape[i]}")
         out.append(p)
@@ -133,7 +133,7 @@ def entropy_dual_objective(y, u, probs: Sequence[np.ndarray] | None = None, *, t
     Raises ``ValueError`` when ``|E e^U − 1| > tol``: the duality only holds on that set.
     """
     arr, p = _table(y, probs, "y")
-    u_arr = finite_array("u", u)
+    u_arr = as_finite_array(u, "u")
     if u_arr.shape != arr.shape:
         raise ValueError(f"u has shape {u_arr.shape} but y has {arr.shape}")
     norm = float(_expect(np.exp(u_arr), p, range(arr.ndim)).item())
@@ -157,7 +157,7 @@ def entropy_dual_objective_T(y, t, probs: Sequence[np.ndarray] | None = None) ->
     ``−inf`` when ``T = 0`` somewhere ``Y > 0`` (where ``Y = 0`` the term is 0).
     """
     arr, p = _table(y, probs, "y")
-    t_arr = finite_array("t", t)
+    t_arr = as_finite_array(t, "t")
     if t_arr.shape != arr.shape:
         raise ValueError(f"t has shape {t_arr.shape} but y has {arr.shape}")
     if np.any(arr < 0) or np.any(t_arr < 0):
@@ -199,7 +199,7 @@ def gaussian_lsi_sides(g: Callable[[np.ndarray], np.ndarray], grad: Callable[[np
 
     ``g(X)`` maps points of shape (m, n) to values (m,), ``grad(X)`` to gradients (m, n).
     """
-    n, nodes = positive_int("n", n), positive_int("nodes", nodes, minimum=2)
+    n, nodes = check_positive_int(n, "n"), check_positive_int(nodes, "nodes", minimum=2)
     if nodes**n > 2_000_000:
         raise ValueError(f"{nodes}^{n} quadrature points is too many; lower nodes or n")
     x1, w1 = hermegauss(nodes)
@@ -207,8 +207,8 @@ def gaussian_lsi_sides(g: Callable[[np.ndarray], np.ndarray], grad: Callable[[np
     grids = np.meshgrid(*([x1] * n), indexing="ij")
     X = np.stack([gr.ravel() for gr in grids], axis=1)
     W = np.prod(np.meshgrid(*([w1] * n), indexing="ij"), axis=0).ravel()
-    vals = finite_array("g(X)", g(X), ndim=1)
-    grads = finite_array("grad(X)", grad(X), ndim=2)
+    vals = as_finite_array(g(X), "g(X)", ndim=1)
+    grads = as_finite_array(grad(X), "grad(X)", ndim=2)
     g2 = vals**2
     m = float(W @ g2)
     ent = float(W @ np.where(g2 > 0, g2 * np.log(np.where(g2 > 0, g2, 1.0)), 0.0)) - (m * math.log(m) if m > 0 else 0.0)
@@ -216,7 +216,7 @@ def gaussian_lsi_sides(g: Callable[[np.ndarray], np.ndarray], grad: Callable[[np
 
 
 def _cube_table(h) -> np.ndarray:
-    arr = finite_array("h", h)
+    arr = as_finite_array(h, "h")
     if arr.ndim == 1:
         n = int(round(np.log2(arr.size))) if arr.size > 0 else -1
         if n < 1 or 2**n != arr.size:

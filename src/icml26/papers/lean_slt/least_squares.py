@@ -20,7 +20,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._checks import finite_array, positive, positive_int
+from icml26.core.validation import as_finite_array, check_positive, check_positive_int
+
 from .chaining import expected_chi
 
 __all__ = [
@@ -66,7 +67,7 @@ class MasterBound(NamedTuple):
 
 def empirical_norm(values) -> float:
     """``‖g‖_n = √(n⁻¹ Σ g(x_i)²)`` of a vector of function values."""
-    v = finite_array("values", values, ndim=1)
+    v = as_finite_array(values, "values", ndim=1)
     return float(np.sqrt(np.mean(v**2)))
 
 
@@ -76,22 +77,22 @@ def linear_class_complexity(X, delta: float) -> float:
     The localised ball is the centred ball of radius ``√n δ`` in the column space of ``X`` and the
     supremum of ``|⟨w, v⟩|/n`` over it is ``δ ‖P w‖ / √n`` with ``P`` the projector.
     """
-    X = finite_array("X", X, ndim=2)
-    delta = positive("delta", delta)
+    X = as_finite_array(X, "X", ndim=2)
+    delta = check_positive(delta, "delta")
     n = X.shape[0]
     return delta * expected_chi(int(np.linalg.matrix_rank(X))) / math.sqrt(n)
 
 
 def linear_critical_radius(X, sigma: float) -> float:
     """The smallest δ solving the critical inequality for the linear class: ``2σ E χ_r / √n``."""
-    X = finite_array("X", X, ndim=2)
-    sigma = positive("sigma", sigma)
+    X = as_finite_array(X, "X", ndim=2)
+    sigma = check_positive(sigma, "sigma")
     return 2.0 * sigma * expected_chi(int(np.linalg.matrix_rank(X))) / math.sqrt(X.shape[0])
 
 
 def formal_linear_critical_radius(sigma: float, d: int, n: int) -> float:
     """The formal δ* of ``linear_minimax_rate_explicit``: ``192√2 σ √(d/n)`` (Dudley route, T18/T22)."""
-    sigma, d, n = positive("sigma", sigma), positive_int("d", d), positive_int("n", n)
+    sigma, d, n = check_positive(sigma, "sigma"), check_positive_int(d, "d"), check_positive_int(n, "n")
     return FORMAL_DELTA_CONSTANT * sigma * math.sqrt(d / n)
 
 
@@ -109,7 +110,7 @@ def star_hull_sup(H) -> Callable[[np.ndarray, float], np.ndarray]:
         ``sup_fn(W, δ)`` for noise draws ``W`` of shape (m, n) returns, per draw,
         ``max_k min(1, δ/‖h_k‖_n) |⟨w, h_k⟩| / n``, shape (m,).
     """
-    H = finite_array("H", H, ndim=2)
+    H = as_finite_array(H, "H", ndim=2)
     norms = np.sqrt(np.mean(H**2, axis=1))
     n = H.shape[1]
 
@@ -142,11 +143,11 @@ def local_gaussian_complexity(sup_fn: Callable[[np.ndarray, float], np.ndarray],
     -------
     (mean, se) : tuple of float
     """
-    delta, n = positive("delta", delta), positive_int("n", n)
+    delta, n = check_positive(delta, "delta"), check_positive_int(n, "n")
     if W is None:
         rng = np.random.default_rng(0) if rng is None else rng
-        W = rng.standard_normal((positive_int("n_mc", n_mc, minimum=2), n))
-    W = finite_array("W", W, ndim=2)
+        W = rng.standard_normal((check_positive_int(n_mc, "n_mc", minimum=2), n))
+    W = as_finite_array(W, "W", ndim=2)
     if W.shape[1] != n:
         raise ValueError(f"W has {W.shape[1]} columns, expected n = {n}")
     vals = np.asarray(sup_fn(W, delta), dtype=float)
@@ -160,8 +161,8 @@ def critical_radius(complexity_fn: Callable[[float], float], sigma: float,
     For star-shaped classes ``G(δ)/δ`` is non-increasing (paper T19), so the solution set is an
     interval ``[δ*, ∞)`` and δ* is found by Brent's method on ``G(δ)/δ − δ/(2σ)``.
     """
-    sigma = positive("sigma", sigma)
-    lo, hi = (positive("bracket[0]", bracket[0]), positive("bracket[1]", bracket[1]))
+    sigma = check_positive(sigma, "sigma")
+    lo, hi = (check_positive(bracket[0], "bracket[0]"), check_positive(bracket[1], "bracket[1]"))
     if lo >= hi:
         raise ValueError("bracket must be increasing")
 
@@ -183,8 +184,8 @@ def master_error_bound(t: float, delta_star: float, n: int, sigma: float) -> Mas
     MasterBound
         ``(16 t δ*, 1 − exp(−n t δ*/(2σ²)), −n t δ*/(2σ²))``; needs ``t >= δ* > 0``.
     """
-    t, delta_star = positive("t", t), positive("delta_star", delta_star)
-    n, sigma = positive_int("n", n), positive("sigma", sigma)
+    t, delta_star = check_positive(t, "t"), check_positive(delta_star, "delta_star")
+    n, sigma = check_positive_int(n, "n"), check_positive(sigma, "sigma")
     if t < delta_star:
         raise ValueError(f"the master error bound needs t >= delta_star ({t} < {delta_star})")
     log_fail = -n * t * delta_star / (2.0 * sigma**2)
@@ -193,14 +194,14 @@ def master_error_bound(t: float, delta_star: float, n: int, sigma: float) -> Mas
 
 def bad_event_probability_bound(u: float, n: int, sigma: float, *, log: bool = False) -> float:
     """Paper T20 (``bad_event_probability_bound``): ``P(A(u)) <= exp(−n u²/(2σ²))`` for ``u >= δ*``."""
-    u, n, sigma = positive("u", u), positive_int("n", n), positive("sigma", sigma)
+    u, n, sigma = check_positive(u, "u"), check_positive_int(n, "n"), check_positive(sigma, "sigma")
     value = -n * u * u / (2.0 * sigma**2)
     return value if log else math.exp(value)
 
 
 def local_complexity_dudley_bound(entropy_integral: float, n: int) -> float:
     """Paper T18 (``local_gaussian_complexity_bound``): ``G_n(δ; H) <= (24√2/√n) · J(B_H(δ), 2δ)``."""
-    n = positive_int("n", n)
+    n = check_positive_int(n, "n")
     if not (entropy_integral >= 0) or math.isinf(entropy_integral):
         raise ValueError(f"entropy_integral must be finite and >= 0, got {entropy_integral!r}")
     return LOCAL_COMPLEXITY_CONSTANT / math.sqrt(n) * float(entropy_integral)
@@ -212,15 +213,15 @@ def linear_minimax_rank_bound(sigma: float, r: int, n: int) -> MasterBound:
     ``r`` is the rank of the design; the theorem's existential constants are witnessed in the proof by
     ``linear_C₁_rank = 16 (192√2)²`` and ``linear_C₂_rank = (192√2)²/2``, which are used here.
     """
-    sigma, r, n = positive("sigma", sigma), positive_int("r", r), positive_int("n", n)
+    sigma, r, n = check_positive(sigma, "sigma"), check_positive_int(r, "r"), check_positive_int(n, "n")
     log_fail = -FORMAL_LINEAR_C2 * r
     return MasterBound(FORMAL_LINEAR_C1 * sigma**2 * r / n, -math.expm1(log_fail), log_fail)
 
 
 def project_l1_ball(v, radius: float) -> np.ndarray:
     """Euclidean projection onto ``{θ : ‖θ‖₁ <= R}`` (sort-based, Duchi et al. 2008)."""
-    v = finite_array("v", v, ndim=1)
-    radius = positive("radius", radius, allow_inf=True)
+    v = as_finite_array(v, "v", ndim=1)
+    radius = check_positive(radius, "radius", allow_inf=True)
     if math.isinf(radius) or np.abs(v).sum() <= radius:
         return v.copy()
     u = np.sort(np.abs(v))[::-1]
@@ -252,11 +253,11 @@ def l1_constrained_path(X, y, radii) -> np.ndarray:
     """
     from sklearn.linear_model import lars_path
 
-    X = finite_array("X", X, ndim=2)
-    y = finite_array("y", y, ndim=1)
+    X = as_finite_array(X, "X", ndim=2)
+    y = as_finite_array(y, "y", ndim=1)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-    radii = [positive("radius", r) for r in np.atleast_1d(np.asarray(radii, dtype=float))]
+    radii = [check_positive(r, "radius") for r in np.atleast_1d(np.asarray(radii, dtype=float))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _, _, coefs = lars_path(X, y, method="lasso", max_iter=max(500, 4 * min(X.shape)))
@@ -312,9 +313,9 @@ class L1ConstrainedLeastSquares(RegressorMixin, BaseEstimator):
 
     def fit(self, X, y):
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        radius = positive("radius", self.radius)
-        max_iter = positive_int("max_iter", self.max_iter)
-        tol = positive("tol", self.tol)
+        radius = check_positive(self.radius, "radius")
+        max_iter = check_positive_int(self.max_iter, "max_iter")
+        tol = check_positive(self.tol, "tol")
         x_mean = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
         y_mean = float(y.mean()) if self.fit_intercept else 0.0
         Xc, yc = X - x_mean, y - y_mean

@@ -30,7 +30,14 @@ import math
 import numpy as np
 from scipy.linalg import LinAlgError, solve_discrete_are, solve_discrete_lyapunov
 
-from ._validation import as_matrix, as_psd, as_vector, check_gamma, check_positive, is_singular
+from icml26.core.validation import (
+    as_matrix,
+    as_psd,
+    as_vector,
+    check_gamma,
+    check_positive,
+    is_singular,
+)
 
 __all__ = [
     "DIVERGENCES",

@@ -28,7 +28,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import root
 
-from ._validation import as_psd, as_vector, check_positive, is_singular
+from icml26.core.validation import as_psd, as_vector, check_positive, is_singular
 
 __all__ = [
     "bures_map",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_matrix, as_psd, check_positive
+from icml26.core.validation import as_matrix, as_psd, check_positive
 
 __all__ = ["CartPole", "double_integrator"]
 
