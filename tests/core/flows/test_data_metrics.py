@@ -108,6 +108,48 @@ def test_frechet_and_classifier_metrics():
     assert std_ratio(0.5 * a, a) == pytest.approx(0.5)
 
 
+def _random_spd(rng, d):
+    a = rng.normal(size=(d, d))
+    return a @ a.T + 0.1 * np.eye(d)
+
+
+@pytest.mark.parametrize("d", [2, 5, 16])
+def test_frechet_distance_matches_scipy_on_non_commuting_pairs(d):
+    """Against the symmetric closed form tr(C1 + C2 - 2 (C1^1/2 C2 C1^1/2)^1/2) with scipy's
+    sqrtm, on random SPD pairs that do not commute (where the shortcut tr(C1^1/2 C2^1/2) that is
+    exact only for commuting covariances is wrong)."""
+    from scipy import linalg
+
+    rng = np.random.default_rng(d)
+    for _ in range(5):
+        c1, c2 = _random_spd(rng, d), _random_spd(rng, d)
+        assert np.abs(c1 @ c2 - c2 @ c1).max() > 1e-3  # they do not commute
+        mu1, mu2 = rng.normal(size=d), rng.normal(size=d)
+        r1 = np.real(linalg.sqrtm(c1))
+        ref = (((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2)
+               - 2 * np.trace(np.real(linalg.sqrtm(r1 @ c2 @ r1))))
+        fd = frechet_distance(mu1, c1, mu2, c2)
+        assert fd == pytest.approx(ref, rel=1e-7, abs=1e-9)
+        shortcut = (((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2)
+                    - 2 * np.trace(r1 @ np.real(linalg.sqrtm(c2))))
+        assert abs(shortcut - ref) > 1e-3 * max(1.0, abs(ref))  # the test can tell them apart
+        assert frechet_distance(mu2, c2, mu1, c1) == pytest.approx(fd, rel=1e-7)  # symmetric
+        assert fd >= -1e-9
+
+
+def test_marginal_velocity_input_errors():
+    gm = GaussianMixture.random(3, 2, seed=0)
+    x = torch.randn(4, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="NaN"):
+        gm.marginal_velocity(x, torch.tensor([0.1, float("nan"), 0.2, 0.3], dtype=torch.float64))
+    with pytest.raises(ValueError, match="NaN"):
+        gm.marginal_velocity(x * float("nan"), torch.full((4,), 0.5, dtype=torch.float64))
+    with pytest.raises(TypeError):
+        gm.marginal_velocity(x, torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="shape"):
+        gm.marginal_velocity(x, torch.zeros(3, dtype=torch.float64))
+
+
 def test_digits_features():
     d = digits(seed=0)
     f = DigitsFeatures(seed=0, max_iter=60).fit(d["train"], d["train_y"])

@@ -99,6 +99,12 @@ class GaussianMixture:
             raise ValueError(f"x must have shape (n, {self.dim}), got {tuple(x.shape)}")
         if t.shape != (x.shape[0],):
             raise ValueError(f"t must have shape ({x.shape[0]},)")
+        if not torch.is_floating_point(x) or not torch.is_floating_point(t):
+            raise TypeError("x and t must be floating-point tensors")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError("t contains NaN or inf")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x contains NaN or inf")
         if bool((t < 0).any()) or bool((t > 1).any()):
             raise ValueError("t must lie in [0, 1]")
         dtype = x.dtype
