@@ -65,6 +65,23 @@ def test_digits_and_toys():
         toy2d("spiral", 10)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+def test_sliced_wasserstein_equal_sizes_matches_pot(p):
+    """The sorted-samples path (equal sizes) gives POT's number on the same directions."""
+    import ot
+
+    rng = np.random.default_rng(p)
+    a, b = rng.normal(size=(300, 7)), 0.5 + 2 * rng.standard_t(3, size=(300, 7))
+    for seed in (0, 5):
+        ref = ot.sliced_wasserstein_distance(a, b, n_projections=64, seed=seed, p=p)
+        assert sliced_wasserstein(a, b, n_proj=64, seed=seed, p=p) == pytest.approx(ref, rel=1e-10)
+    # unequal sizes are delegated to POT
+    ref = ot.sliced_wasserstein_distance(a, b[:200], n_projections=32, seed=1)
+    assert sliced_wasserstein(a, b[:200], n_proj=32, seed=1) == pytest.approx(ref, rel=1e-12)
+    with pytest.raises(ValueError, match="n_proj"):
+        sliced_wasserstein(a, b, n_proj=0)
+
+
 def test_sliced_wasserstein():
     rng = np.random.default_rng(0)
     a = rng.normal(size=(2000, 1))
