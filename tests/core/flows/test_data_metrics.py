@@ -154,6 +154,30 @@ def test_frechet_distance_matches_scipy_on_non_commuting_pairs(d):
         assert fd >= -1e-9
 
 
+def _slow_marginal_velocity(gm, x, t):
+    """The textbook form with an (n, K, D) tensor: posterior-weighted conditional means."""
+    tt = t[:, None]
+    var = (1 - tt) ** 2 + tt**2 * gm.stds[None, :] ** 2
+    sq = ((x[:, None, :] - tt[:, :, None] * gm.means[None]) ** 2).sum(-1)
+    logp = torch.log(gm.weights)[None] - 0.5 * sq / var - 0.5 * gm.dim * torch.log(2 * math.pi * var)
+    post = torch.softmax(logp, dim=1)
+    coef = (tt * gm.stds[None, :] ** 2 - (1 - tt)) / var
+    cond = gm.means[None] + coef[:, :, None] * (x[:, None, :] - tt[:, :, None] * gm.means[None])
+    return (post[:, :, None] * cond).sum(1)
+
+
+@pytest.mark.parametrize("d", [1, 5, 64])
+def test_marginal_velocity_matches_the_textbook_form(d):
+    gm = GaussianMixture(torch.randn(4, d, dtype=torch.float64), torch.tensor([0.2, 0.5, 1.0, 0.05],
+                         dtype=torch.float64), torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64))
+    g = torch.Generator().manual_seed(d)
+    x = 2 * torch.randn(300, d, generator=g, dtype=torch.float64)
+    t = torch.rand(300, generator=g, dtype=torch.float64)
+    t[:3] = torch.tensor([0.0, 1.0, 0.999], dtype=torch.float64)
+    torch.testing.assert_close(gm.marginal_velocity(x, t), _slow_marginal_velocity(gm, x, t),
+                               atol=1e-11, rtol=1e-10)
+
+
 def test_marginal_velocity_input_errors():
     gm = GaussianMixture.random(3, 2, seed=0)
     x = torch.randn(4, 3, dtype=torch.float64)
