@@ -86,7 +86,7 @@ class Config(ExperimentConfig):
     """
 
     # digits: learned FM (and MAFM) net
-    train_steps: int = 1000
+    train_steps: int = 1500
     hidden: int = 256
     depth: int = 3
     batch_size: int = 256
@@ -121,7 +121,7 @@ class Config(ExperimentConfig):
     exploratory_dims: tuple[int, ...] = (2, 16, 64, 256)
     profile_n: int = 512
     clf_max_iter: int = 400  # digit classifier behind classifier-FID
-    reference: bool = True  # dopri5 reference samples on digits
+    reference: bool = True  # dopri5 reference samples on digits (rtol = atol = 1e-4)
     mafm_lam: float = 0.1
     mafm_beta_w: float = 1.0
 
@@ -246,8 +246,7 @@ def _digits_scores(x, ref, feats: DigitsFeatures, seed: int) -> dict[str, float]
 
 
 def _mix_scores(x, ref, seed: int) -> dict[str, float]:
-    return {"mix_sw": sliced_wasserstein(x, ref, seed=seed), "mix_mmd": mmd_rbf(x, ref),
-            "mix_norm_ratio": norm_ratio(x, ref)}
+    return {"mix_sw": sliced_wasserstein(x, ref, seed=seed), "mix_norm_ratio": norm_ratio(x, ref)}
 
 
 def _ssc(model, x0, nfe: int, alpha: float, beta: float, where: str = "early") -> torch.Tensor:
@@ -383,7 +382,7 @@ def run(config: Config, seed: int) -> SeedOutput:
         curve["ssc"].append(classifier_fid(_ssc(fm, x0, k, a, b), test, feats.features))
         curve["heun"].append(classifier_fid(_alt(fm, x0, k, "heun", 1.0), test, feats.features))
     if c.reference:
-        ref = adaptive_integrate(fm, x0, method="dopri5", rtol=1e-5, atol=1e-5)
+        ref = adaptive_integrate(fm, x0, method="dopri5", rtol=1e-4, atol=1e-4)
         m["dopri5"].update({**_digits_scores(ref.x, test, feats, seed), "nfe": float(ref.nfe)})
         curve["dopri5"] = m["dopri5"]["digits_cfid"]
     curve["data_floor"] = classifier_fid(ds["val"], test, feats.features)
@@ -483,7 +482,12 @@ def _deficit_regimes(m, c, arm: str) -> Decision:
 
 
 def _decide_deficit(m, c) -> Decision:
-    return _deficit_regimes(m, c, "fm_net")
+    dec = _deficit_regimes(m, c, "fm_net")
+    # evidence only (not part of the rule): per regime, mixture net minus near-Dirac net
+    vs = {f"d={d}, {b}-trained": paired_improvement(m["fm_net"][f"d{d}_{b}_early_deficit"],
+                                                    m["fm_net_dirac"][f"d{d}_{b}_early_deficit"]).evidence
+          for d in c.mix_dims for b in ("under", "well")}
+    return Decision(dec.verdict, dec.ours, {**dec.evidence, "mixture_minus_dirac": vs}, dec.regimes)
 
 
 def _control_deficit(m, c) -> Decision:
