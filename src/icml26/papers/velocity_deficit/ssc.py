@@ -66,8 +66,17 @@ def ssc_gain(t: Tensor | float, alpha: float = DEFAULT_ALPHA, beta: float = DEFA
     t = torch.as_tensor(t)
     if not torch.is_floating_point(t):
         t = t.to(torch.float32)
-    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()) or bool((t > 1).any()):
+    _check_t(t)
+    return _gain(t, alpha, beta, where)
+
+
+def _check_t(t: Tensor) -> None:
+    # one reduction, one host sync: NaN fails both comparisons, so it is caught by the negation
+    if bool((~((t >= 0) & (t <= 1))).any()):
         raise ValueError("t must lie in [0, 1]")
+
+
+def _gain(t: Tensor, alpha: float, beta: float, where: str) -> Tensor:
     if where == "early":
         return 1.0 + alpha * (1.0 - t) ** beta
     if where == "late":
@@ -133,11 +142,10 @@ class ScaleScheduleCorrector:
             t = t.expand(v.shape[0])
         if t.shape != (v.shape[0],):
             raise ValueError(f"t must have shape ({v.shape[0]},) or be a scalar, got {tuple(t.shape)}")
-        if not bool(torch.isfinite(t).all()) or bool((t < 0).any()) or bool((t > 1).any()):
-            raise ValueError("t must lie in [0, 1]")
+        _check_t(t)
         if self.alpha == 0.0:
             return v
-        g = self.gain(t).to(v.dtype)
+        g = _gain(t, self.alpha, self.beta, self.where)
         return v * g.reshape(-1, *([1] * (v.dim() - 1)))
 
     def wrap(self, model: Callable[..., Tensor]) -> Callable[..., Tensor]:
