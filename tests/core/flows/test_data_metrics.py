@@ -65,6 +65,23 @@ def test_digits_and_toys():
         toy2d("spiral", 10)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+def test_sliced_wasserstein_equal_sizes_matches_pot(p):
+    """The sorted-samples path (equal sizes) gives POT's number on the same directions."""
+    import ot
+
+    rng = np.random.default_rng(p)
+    a, b = rng.normal(size=(300, 7)), 0.5 + 2 * rng.standard_t(3, size=(300, 7))
+    for seed in (0, 5):
+        ref = ot.sliced_wasserstein_distance(a, b, n_projections=64, seed=seed, p=p)
+        assert sliced_wasserstein(a, b, n_proj=64, seed=seed, p=p) == pytest.approx(ref, rel=1e-10)
+    # unequal sizes are delegated to POT
+    ref = ot.sliced_wasserstein_distance(a, b[:200], n_projections=32, seed=1)
+    assert sliced_wasserstein(a, b[:200], n_proj=32, seed=1) == pytest.approx(ref, rel=1e-12)
+    with pytest.raises(ValueError, match="n_proj"):
+        sliced_wasserstein(a, b, n_proj=0)
+
+
 def test_sliced_wasserstein():
     rng = np.random.default_rng(0)
     a = rng.normal(size=(2000, 1))
@@ -106,6 +123,72 @@ def test_frechet_and_classifier_metrics():
     assert c2st(b, b + 4.0, classifier="logistic") > 0.95
     assert norm_ratio(2 * a, a) == pytest.approx(2.0)
     assert std_ratio(0.5 * a, a) == pytest.approx(0.5)
+
+
+def _random_spd(rng, d):
+    a = rng.normal(size=(d, d))
+    return a @ a.T + 0.1 * np.eye(d)
+
+
+@pytest.mark.parametrize("d", [2, 5, 16])
+def test_frechet_distance_matches_scipy_on_non_commuting_pairs(d):
+    """Against the symmetric closed form tr(C1 + C2 - 2 (C1^1/2 C2 C1^1/2)^1/2) with scipy's
+    sqrtm, on random SPD pairs that do not commute (where the shortcut tr(C1^1/2 C2^1/2) that is
+    exact only for commuting covariances is wrong)."""
+    from scipy import linalg
+
+    rng = np.random.default_rng(d)
+    for _ in range(5):
+        c1, c2 = _random_spd(rng, d), _random_spd(rng, d)
+        assert np.abs(c1 @ c2 - c2 @ c1).max() > 1e-3  # they do not commute
+        mu1, mu2 = rng.normal(size=d), rng.normal(size=d)
+        r1 = np.real(linalg.sqrtm(c1))
+        ref = (((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2)
+               - 2 * np.trace(np.real(linalg.sqrtm(r1 @ c2 @ r1))))
+        fd = frechet_distance(mu1, c1, mu2, c2)
+        assert fd == pytest.approx(ref, rel=1e-7, abs=1e-9)
+        shortcut = (((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2)
+                    - 2 * np.trace(r1 @ np.real(linalg.sqrtm(c2))))
+        assert abs(shortcut - ref) > 1e-3 * max(1.0, abs(ref))  # the test can tell them apart
+        assert frechet_distance(mu2, c2, mu1, c1) == pytest.approx(fd, rel=1e-7)  # symmetric
+        assert fd >= -1e-9
+
+
+def _slow_marginal_velocity(gm, x, t):
+    """The textbook form with an (n, K, D) tensor: posterior-weighted conditional means."""
+    tt = t[:, None]
+    var = (1 - tt) ** 2 + tt**2 * gm.stds[None, :] ** 2
+    sq = ((x[:, None, :] - tt[:, :, None] * gm.means[None]) ** 2).sum(-1)
+    logp = torch.log(gm.weights)[None] - 0.5 * sq / var - 0.5 * gm.dim * torch.log(2 * math.pi * var)
+    post = torch.softmax(logp, dim=1)
+    coef = (tt * gm.stds[None, :] ** 2 - (1 - tt)) / var
+    cond = gm.means[None] + coef[:, :, None] * (x[:, None, :] - tt[:, :, None] * gm.means[None])
+    return (post[:, :, None] * cond).sum(1)
+
+
+@pytest.mark.parametrize("d", [1, 5, 64])
+def test_marginal_velocity_matches_the_textbook_form(d):
+    gm = GaussianMixture(torch.randn(4, d, dtype=torch.float64), torch.tensor([0.2, 0.5, 1.0, 0.05],
+                         dtype=torch.float64), torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=torch.float64))
+    g = torch.Generator().manual_seed(d)
+    x = 2 * torch.randn(300, d, generator=g, dtype=torch.float64)
+    t = torch.rand(300, generator=g, dtype=torch.float64)
+    t[:3] = torch.tensor([0.0, 1.0, 0.999], dtype=torch.float64)
+    torch.testing.assert_close(gm.marginal_velocity(x, t), _slow_marginal_velocity(gm, x, t),
+                               atol=1e-11, rtol=1e-10)
+
+
+def test_marginal_velocity_input_errors():
+    gm = GaussianMixture.random(3, 2, seed=0)
+    x = torch.randn(4, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="NaN"):
+        gm.marginal_velocity(x, torch.tensor([0.1, float("nan"), 0.2, 0.3], dtype=torch.float64))
+    with pytest.raises(ValueError, match="NaN"):
+        gm.marginal_velocity(x * float("nan"), torch.full((4,), 0.5, dtype=torch.float64))
+    with pytest.raises(TypeError):
+        gm.marginal_velocity(x, torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="shape"):
+        gm.marginal_velocity(x, torch.zeros(3, dtype=torch.float64))
 
 
 def test_digits_features():

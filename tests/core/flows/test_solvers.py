@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from icml26.core.flows import (
+    FIXED_METHODS,
     adaptive_integrate,
     integrate,
     log_prob,
@@ -41,6 +42,42 @@ def test_convergence_order(method, order):
         errs.append(float((x1 - math.e * x0).abs().max()))
     slope = -np.polyfit(np.log(steps), np.log(errs), 1)[0]
     assert abs(slope - order) < 0.25, (method, slope)
+
+
+def forced_field(x, t):
+    """Non-autonomous linear field dx/dt = 2 t x + t: x(1) = (x0 + 1/2) e - 1/2."""
+    tt = t[:, None]
+    return 2 * tt * x + tt
+
+
+def _order(method, field, exact, x0, steps=(4, 8, 16, 32)):
+    errs = [float((integrate(field, x0, steps=n, method=method) - exact).abs().max()) for n in steps]
+    return -np.polyfit(np.log(steps), np.log(errs), 1)[0]
+
+
+@pytest.mark.parametrize("method", sorted(FIXED_METHODS))
+def test_convergence_order_non_autonomous(method):
+    """Every fixed-step solver reaches its order on a field that depends on t: a stage evaluated
+    at the wrong time (e.g. midpoint's at t_k instead of t_k + h/2) drops the order to 1."""
+    x0 = torch.tensor([[0.3, -1.2, 2.0]], dtype=torch.float64)
+    exact = (x0 + 0.5) * math.e - 0.5
+    slope = _order(method, forced_field, exact, x0)
+    assert abs(slope - FIXED_METHODS[method]) < 0.25, (method, slope)
+
+
+def test_order_test_detects_a_stage_at_the_wrong_time():
+    """The non-autonomous test has power: midpoint with its stage at t_k is first order."""
+    x0 = torch.tensor([[0.3, -1.2, 2.0]], dtype=torch.float64)
+    exact = (x0 + 0.5) * math.e - 0.5
+    errs, steps = [], (4, 8, 16, 32)
+    for n in steps:
+        x, h = x0.clone(), 1.0 / n
+        for k in range(n):
+            t = torch.full((1,), k * h, dtype=torch.float64)
+            x = x + h * forced_field(x + 0.5 * h * forced_field(x, t), t)  # wrong: stage at t_k
+        errs.append(float((x - exact).abs().max()))
+    slope = -np.polyfit(np.log(steps), np.log(errs), 1)[0]
+    assert abs(slope - 1.0) < 0.25
 
 
 def test_constant_field_is_exact_and_nfe():
@@ -129,9 +166,45 @@ def test_solver_errors():
         return x * float("nan") if float(t[0]) > 0.5 else x
 
     with pytest.raises(ValueError, match=r"step 6 \(t=0.6\)"):
+        integrate(nan_late, x, steps=10, check_steps=True)
+    with pytest.raises(ValueError, match="check_steps=True"):  # default: checked once, at the end
         integrate(nan_late, x, steps=10)
+    with pytest.raises(ValueError, match="check_steps=True"):
+        integrate(nan_late, x, steps=10, return_path=True)
     with pytest.raises(ValueError, match="expected"):
         integrate(lambda x, t: x[:, :1], x)
+    with pytest.raises(ValueError, match="velocity_transform returned"):
+        integrate(exp_field, x, velocity_transform=lambda t, v: v[:, :1])
+    with pytest.raises(ValueError, match=r"velocity model returned NaN/inf at step 0"):
+        integrate(lambda x, t: x * float("nan"), x, steps=3)
+    for bad in (True, 2.5, -1):
+        with pytest.raises(ValueError, match="steps"):
+            integrate(exp_field, x, steps=bad)
+    with pytest.raises(ValueError, match="steps"):
+        nfe_of("euler", True)
+    with pytest.raises(ValueError, match="n must"):
+        sample(exp_field, True, (2,))
+
+
+def test_validation_runs_once_per_solve(monkeypatch):
+    """By default NaN/inf checks cost O(1) per solve (inputs, first evaluation, final state); the
+    per-evaluation checks are opt-in."""
+    calls = []
+    real = torch.isfinite
+    monkeypatch.setattr(torch, "isfinite", lambda v: calls.append(1) or real(v))
+    x = torch.zeros(2, 2)
+    integrate(lambda x, t: torch.ones_like(x), x, steps=40, method="heun")
+    default = len(calls)
+    calls.clear()
+    integrate(lambda x, t: torch.ones_like(x), x, steps=40, method="heun", check_steps=True)
+    assert default <= 4 and len(calls) >= 80, (default, len(calls))
+
+    def shape_late(x, t):
+        return x[:, :1] if float(t[0]) > 0.3 else torch.ones_like(x)
+
+    for check in (False, True):  # shapes are compared at every evaluation (no device sync)
+        with pytest.raises(ValueError, match=r"step 2 \(t=0.5\)"):
+            integrate(shape_late, torch.zeros(2, 2), steps=4, check_steps=check)
 
 
 def test_sample_and_log_prob_gaussian():

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -194,3 +195,98 @@ def test_shifted_grid():
     g = shifted_time_grid(10, 2.0)
     assert g.shape == (11,) and float(g[0]) == 0.0 and float(g[-1]) == 1.0
     assert float(g[1]) == pytest.approx(0.01)
+
+
+def test_profile_against_the_exact_field():
+    """The exact field against itself has ratio 1 and no error; a field shrunk by 0.8 (a pure
+    speed deficit) has ratio 0.8 at every t and a relative error of 0.04."""
+    gm = GaussianMixture.random(6, 4, seed=1)
+    data = gm.sample(500, torch.Generator().manual_seed(1))
+    field = gm.velocity_field()
+    self_prof = velocity_magnitude_profile(field, data, n=256, exact_field=field)
+    np.testing.assert_allclose(self_prof["speed_ratio"], 1.0, atol=1e-12)
+    np.testing.assert_allclose(self_prof["rel_err"], 0.0, atol=1e-20)
+    np.testing.assert_allclose(self_prof["exact_deficit"], 0.0, atol=1e-12)
+    slow = velocity_magnitude_profile(lambda x, t: 0.8 * field(x, t), data, n=256, exact_field=field)
+    np.testing.assert_allclose(slow["speed_ratio"], 0.8, atol=1e-12)
+    np.testing.assert_allclose(slow["rel_err"], 0.04, atol=1e-12)
+    # the per-pair target is unchanged and is above the exact field's speed (posterior averaging)
+    np.testing.assert_allclose(slow["target_speed"], self_prof["target_speed"])
+    assert (self_prof["exact_speed"] <= self_prof["target_speed"] + 1e-9).all()
+    assert "speed_ratio" not in velocity_magnitude_profile(field, data, n=16)
+
+
+def test_profile_resamples_cond_with_the_data():
+    """A conditional model sees the label of the very row it is profiled on (the review found
+    labels drawn independently of the rows)."""
+    data = torch.arange(50, dtype=torch.float64)[:, None].repeat(1, 2)
+    cond = torch.arange(50, dtype=torch.float64)
+
+    def model(x, t, c):  # x_1 is recoverable at t = 1: x == data row; c must be that row's label
+        assert torch.equal(x[:, 0], c), "cond was not resampled with the data"
+        return torch.ones_like(x)
+
+    velocity_magnitude_profile(model, data, t_grid=[1.0], n=200, cond=cond)
+    with pytest.raises(ValueError, match="one row per row"):
+        velocity_magnitude_profile(model, data, n=8, cond=cond[:10])
+
+
+def test_profile_input_errors():
+    data = torch.randn(20, 3)
+    f = lambda x, t: x  # noqa: E731
+    for kw in ({"n": 0}, {"n": True}, {"t_grid": [0.2, float("nan")]}, {"t_grid": []}):
+        with pytest.raises(ValueError):
+            velocity_magnitude_profile(f, data, **kw)
+    with pytest.raises(TypeError):
+        velocity_magnitude_profile(f, torch.zeros(20, 3, dtype=torch.int64))
+    with pytest.raises(ValueError, match="expected"):
+        velocity_magnitude_profile(lambda x, t: x[:, :1], data, n=4)
+
+
+def test_corrector_validates_at_alpha_zero_and_refuses_integer_velocities():
+    off = ScaleScheduleCorrector(alpha=0.0)
+    v = torch.randn(4, 2)
+    assert off(torch.rand(4), v) is v
+    with pytest.raises(ValueError, match="shape"):
+        off(torch.rand(3), v)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        off(torch.tensor([0.1, float("nan"), 0.2, 0.3]), v)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        ScaleScheduleCorrector(0.5)(torch.full((4,), 1.5), v)
+    for corr in (off, ScaleScheduleCorrector(0.5)):
+        with pytest.raises(TypeError, match="floating"):
+            corr(torch.rand(4), torch.ones(4, 2, dtype=torch.int64))
+    # a float64 velocity keeps its precision through the gain
+    v64 = torch.ones(3, 1, dtype=torch.float64)
+    out = ScaleScheduleCorrector(0.3, 1.0)(torch.zeros(3), v64)
+    assert out.dtype == torch.float64 and float(out[0, 0]) == pytest.approx(1.3, abs=1e-15)
+
+
+def test_mafm_loss_validates_at_construction():
+    for kw in ({"lam": -0.1}, {"lam": float("nan")}, {"beta_w": -1.0}, {"variant": "hinge"},
+               {"alpha": -0.2}, {"beta": 0.0}):
+        with pytest.raises(ValueError):
+            MAFMLoss(**kw)
+    with pytest.raises(TypeError):
+        MAFMLoss(lam="0.1")
+    with pytest.raises(TypeError):
+        MAFMLoss(lam=True)
+
+
+def test_tune_ssc_grid_contains_off_and_refuses_all_non_finite():
+    model = small_net()
+    x0 = torch.randn(32, 3)
+    calls = []
+
+    def prefer_off(x, ref):  # every boost increases the score: "off" must win
+        calls.append(1)
+        return float(x.norm(dim=1).mean())
+
+    res = tune_ssc(model, x0, None, prefer_off, steps=3, betas=(1.0, 2.0))
+    assert (res.alpha, res.beta) == (0.0, 1.0)
+    assert res.table[0][:2] == (0.0, 1.0) and sum(r[0] == 0 for r in res.table) == 1
+    assert len(calls) == 1 + 5 * 2  # alpha = 0 scored once, not once per beta
+    with pytest.raises(ValueError, match="non-finite"):
+        tune_ssc(model, x0, None, lambda x, ref: float("nan"), steps=2, alphas=(0.0, 0.1), betas=(1.0,))
+    with pytest.raises(ValueError):
+        tune_ssc(model, x0, None, prefer_off, alphas=(-0.1,), betas=(1.0,))

@@ -75,10 +75,13 @@ class GaussianMixture:
         return torch.logsumexp(self._log_comp(x, torch.ones(x.shape[0], dtype=x.dtype)), dim=1)
 
     def _log_comp(self, x: Tensor, t: Tensor) -> Tensor:
-        # log pi_k + log N(x; t mu_k, sigma_t^2 I) for each k: shape (n, K)
+        # log pi_k + log N(x; t mu_k, sigma_t^2 I) for each k: shape (n, K). The squared distance
+        # ||x - t mu_k||^2 = ||x||^2 - 2 t x.mu_k + t^2 ||mu_k||^2 is formed with one matmul
+        # (no (n, K, D) tensor).
         tt = t[:, None]
         var = (1 - tt) ** 2 + tt**2 * self.stds[None, :] ** 2
-        sq = ((x[:, None, :] - tt[:, :, None] * self.means[None]) ** 2).sum(-1)
+        sq = ((x * x).sum(1, keepdim=True) - 2 * tt * (x @ self.means.T)
+              + tt**2 * (self.means * self.means).sum(1)[None, :]).clamp_min(0.0)
         return (torch.log(self.weights)[None] - 0.5 * sq / var
                 - 0.5 * self.dim * torch.log(2 * math.pi * var))
 
@@ -99,6 +102,12 @@ class GaussianMixture:
             raise ValueError(f"x must have shape (n, {self.dim}), got {tuple(x.shape)}")
         if t.shape != (x.shape[0],):
             raise ValueError(f"t must have shape ({x.shape[0]},)")
+        if not torch.is_floating_point(x) or not torch.is_floating_point(t):
+            raise TypeError("x and t must be floating-point tensors")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError("t contains NaN or inf")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x contains NaN or inf")
         if bool((t < 0).any()) or bool((t > 1).any()):
             raise ValueError("t must lie in [0, 1]")
         dtype = x.dtype
@@ -107,9 +116,9 @@ class GaussianMixture:
         tt = t64[:, None]
         var = (1 - tt) ** 2 + tt**2 * self.stds[None, :] ** 2  # (n, K)
         coef = (tt * self.stds[None, :] ** 2 - (1 - tt)) / var  # (n, K)
-        resid = x64[:, None, :] - tt[:, :, None] * self.means[None]  # (n, K, D)
-        cond_mean = self.means[None] + coef[:, :, None] * resid
-        return (post[:, :, None] * cond_mean).sum(1).to(dtype)
+        # sum_k post_k [mu_k + coef_k (x - t mu_k)] = (post (1 - t coef)) @ mu + (sum_k post_k coef_k) x
+        pc = post * coef
+        return ((post - tt * pc) @ self.means + pc.sum(1, keepdim=True) * x64).to(dtype)
 
     def velocity_field(self):
         """The exact field as a callable ``(x, t, cond=None) -> v`` (the net protocol)."""

@@ -7,6 +7,13 @@ Sampling integrates ``dx/dt = v(x, t)`` from ``t0 = 0`` (noise) to ``t1 = 1`` (d
 evaluation's time, so a time-dependent velocity modifier (a guidance rescale, a gain schedule such
 as the velocity-deficit paper's SSC) composes with any solver. This mirrors ``flow_matching``'s
 ``ODESolver.sample(time_grid=..., method=...)`` with a ``ModelWrapper`` around the net.
+
+Validation costs once per solve, not once per evaluation: NaN/inf are looked for in the inputs,
+the first field evaluation (the model's output and the hook's) and the final state;
+``check_steps=True`` looks at every evaluation instead and names the step and time of the first
+NaN/inf (for debugging; it synchronises with the device at every evaluation). Output shapes are
+compared at every evaluation (a Python tuple comparison, no sync), so a broadcastable wrong shape
+never passes silently.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ def make_time_grid(steps: int, t0: float = 0.0, t1: float = 1.0, *, power: float
     interval, ``power < 1`` near its end. Only defined for ``0 <= t0 < t1 <= 1`` when
     ``power != 1`` (it warps [0, 1]).
     """
-    if not isinstance(steps, int | np.integer) or steps <= 0:
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps <= 0:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if power <= 0:
         raise ValueError(f"power must be > 0, got {power}")
@@ -71,34 +78,47 @@ def _check_grid(grid: Tensor) -> Tensor:
 
 
 class _Field:
-    """Evaluates model + hook with checks; counts evaluations and names step/t on failure."""
+    """Evaluates model + hook; counts evaluations. Shapes are checked at every evaluation (cheap,
+    no device sync); NaN/inf at the first evaluation only, or at every one with ``check_every``
+    (the error names the step and time)."""
 
-    def __init__(self, model, cond, transform) -> None:
+    def __init__(self, model, cond, transform, check_every: bool = False) -> None:
         self.model, self.cond, self.transform = model, cond, transform
+        self.check_every = bool(check_every)
         self.nfe = 0
+
+    @staticmethod
+    def _check(v, x: Tensor, who: str, step: int, t: float, finite: bool) -> None:
+        if not isinstance(v, Tensor) or v.shape != x.shape:
+            shape = tuple(v.shape) if isinstance(v, Tensor) else type(v).__name__
+            raise ValueError(f"{who} returned {shape} at step {step} (t={t:.6g}); "
+                             f"expected {tuple(x.shape)}")
+        if finite and not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{who} returned NaN/inf at step {step} (t={t:.6g})")
 
     def __call__(self, x: Tensor, t: float, step: int) -> Tensor:
         tt = torch.full((x.shape[0],), float(t), dtype=x.dtype, device=x.device)
         v = self.model(x, tt) if self.cond is None else self.model(x, tt, self.cond)
+        finite = self.check_every or self.nfe == 0
         self.nfe += 1
-        if not isinstance(v, Tensor) or v.shape != x.shape:
-            shape = tuple(v.shape) if isinstance(v, Tensor) else type(v).__name__
-            raise ValueError(f"velocity model returned {shape} at step {step} (t={t:.6g}); "
-                             f"expected {tuple(x.shape)}")
-        if not bool(torch.isfinite(v).all()):
-            raise ValueError(f"velocity model returned NaN/inf at step {step} (t={t:.6g})")
+        self._check(v, x, "velocity model", step, t, finite)
         if self.transform is not None:
             v = self.transform(tt, v)
-            if not bool(torch.isfinite(v).all()):
-                raise ValueError(f"velocity_transform returned NaN/inf at step {step} (t={t:.6g})")
+            self._check(v, x, "velocity_transform", step, t, finite)
         return v
+
+
+def _check_final(x: Tensor) -> None:
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("the solve produced NaN/inf (the first field evaluation was finite); rerun "
+                         "with check_steps=True to find the step and time where it appears")
 
 
 def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: float = 1.0,
               steps: int = 10, method: str = "euler", time_grid: Tensor | Sequence[float] | None = None,
               cond: Tensor | None = None, velocity_transform: VelocityTransform | None = None,
               return_path: bool = False, grad: bool = False, rtol: float = 1e-5,
-              atol: float = 1e-5) -> Tensor | list[Tensor]:
+              atol: float = 1e-5, check_steps: bool = False) -> Tensor | list[Tensor]:
     """Integrate ``dx/dt = T(t, v(x, t))`` from ``t0`` to ``t1``.
 
     Parameters
@@ -128,6 +148,10 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
         Keep the autograd graph (fixed-step methods only); otherwise run under ``no_grad``.
     rtol, atol : float
         Tolerances of adaptive methods.
+    check_steps : bool, default False
+        Check every field evaluation (shape, NaN/inf) and name the step and time of the first bad
+        one. By default only the first evaluation and the final state are checked (once per
+        solve), which keeps the solver's overhead over a bare loop small.
 
     Returns
     -------
@@ -136,8 +160,9 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
     Raises
     ------
     ValueError
-        Bad shapes, times outside [0, 1], non-monotone grids, non-positive ``steps``, or a
-        NaN/inf velocity (the message names the step and the time).
+        Bad shapes, times outside [0, 1], non-monotone grids, non-positive (or bool) ``steps``, a
+        NaN/inf velocity at the first evaluation (any evaluation with ``check_steps``; the message
+        names the step and the time), or a NaN/inf final state.
     """
     check_tensor(x, "x", min_dim=2)
     check_finite(x, "x")
@@ -156,8 +181,9 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
     if method in ADAPTIVE_METHODS:
         if grad:
             raise ValueError("grad=True is only supported by fixed-step methods")
-        return _adaptive(model, x, grid, method, cond, velocity_transform, return_path, rtol, atol).x
-    field = _Field(model, cond, velocity_transform)
+        return _adaptive(model, x, grid, method, cond, velocity_transform, return_path, rtol, atol,
+                         check_steps).x
+    field = _Field(model, cond, velocity_transform, check_steps)
     ctx = torch.enable_grad() if grad else torch.no_grad()
     times = grid.tolist()
     with ctx:
@@ -182,13 +208,15 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
                 x = x + (h / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
             if return_path:
                 path.append(x)
+    if not check_steps:
+        _check_final(x)
     return path if return_path else x
 
 
-def _adaptive(model, x, grid, method, cond, transform, return_path, rtol, atol):
+def _adaptive(model, x, grid, method, cond, transform, return_path, rtol, atol, check_steps=False):
     from scipy.integrate import solve_ivp
 
-    field = _Field(model, cond, transform)
+    field = _Field(model, cond, transform, check_steps)
     shape, dtype = x.shape, x.dtype
     step = [0]
 
@@ -205,26 +233,29 @@ def _adaptive(model, x, grid, method, cond, transform, return_path, rtol, atol):
     if not sol.success:
         raise RuntimeError(f"adaptive solver failed: {sol.message}")
     states = [torch.from_numpy(sol.y[:, i].copy()).reshape(shape).to(dtype) for i in range(len(times))]
+    _check_final(states[-1])
     return AdaptiveSolution(x=states if return_path else states[-1], nfe=field.nfe)
 
 
 def adaptive_integrate(model: Callable[..., Tensor], x: Tensor, *, method: str = "dopri5",
                        t0: float = 0.0, t1: float = 1.0, cond: Tensor | None = None,
                        velocity_transform: VelocityTransform | None = None, rtol: float = 1e-5,
-                       atol: float = 1e-5) -> AdaptiveSolution:
+                       atol: float = 1e-5, check_steps: bool = False) -> AdaptiveSolution:
     """Adaptive reference solve (scipy ``solve_ivp``) that also reports the NFE used."""
     if method not in ADAPTIVE_METHODS:
         raise ValueError(f"adaptive method must be one of {sorted(ADAPTIVE_METHODS)}")
     check_tensor(x, "x", min_dim=2)
     check_finite(x, "x")
     grid = _check_grid(torch.tensor([t0, t1], dtype=torch.float64))
-    return _adaptive(model, x, grid, method, cond, velocity_transform, False, rtol, atol)
+    return _adaptive(model, x, grid, method, cond, velocity_transform, False, rtol, atol, check_steps)
 
 
 def nfe_of(method: str, steps: int) -> int:
     """Number of field evaluations of a fixed-step method with ``steps`` steps."""
     if method not in FIXED_METHODS:
         raise ValueError(f"nfe_of needs a fixed-step method, got {method!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps <= 0:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
     return FIXED_METHODS[method] * int(steps)
 
 
@@ -235,7 +266,7 @@ def sample(model: Callable[..., Tensor], n: int, shape: Sequence[int], *, steps:
 
     Extra keyword arguments go to :func:`integrate` (method, time_grid, velocity_transform...).
     """
-    if not isinstance(n, int) or n <= 0:
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
         raise ValueError(f"n must be a positive int, got {n!r}")
     x0 = torch.randn((n, *shape), generator=generator, dtype=dtype)
     return integrate(model, x0, steps=steps, **kwargs)

@@ -16,6 +16,7 @@ the per-coordinate MSE used by :func:`icml26.core.flows.cfm_loss` (our choice).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -23,9 +24,20 @@ from torch import Tensor
 
 from icml26.core.flows import CondOTPath, call_model, draw_path
 
-from .ssc import ssc_gain
+from .ssc import _check_params, ssc_gain
 
 VARIANTS = ("penalty", "unweighted", "scaled_target")
+
+
+def _check_hparams(lam, beta_w, variant, alpha, beta) -> None:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    for name, val in (("lam", lam), ("beta_w", beta_w)):
+        if isinstance(val, bool) or not isinstance(val, int | float):
+            raise TypeError(f"{name} must be a real number, got {type(val).__name__}")
+        if not math.isfinite(val) or val < 0:
+            raise ValueError(f"{name} must be finite and >= 0, got {val}")
+    _check_params(alpha, beta)
 
 
 def magnitude_aware_fm_loss(model: Callable[..., Tensor], x1: Tensor, cond: Tensor | None = None, *,
@@ -58,10 +70,7 @@ def magnitude_aware_fm_loss(model: Callable[..., Tensor], x1: Tensor, cond: Tens
     -------
     Tensor, scalar.
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    if lam < 0 or beta_w < 0:
-        raise ValueError("lam and beta_w must be >= 0")
+    _check_hparams(lam, beta_w, variant, alpha, beta)
     s = draw_path(x1, path=path, t=t, x0=x0, generator=generator)
     v = call_model(model, s.x_t, s.t, cond)
     dims = tuple(range(1, v.dim()))
@@ -80,12 +89,12 @@ def magnitude_aware_fm_loss(model: Callable[..., Tensor], x1: Tensor, cond: Tens
 
 class MAFMLoss:
     """:func:`magnitude_aware_fm_loss` with fixed hyperparameters, usable as ``loss_fn`` of
-    :func:`icml26.core.flows.train_flow`."""
+    :func:`icml26.core.flows.train_flow`. Hyperparameters are checked here, at construction, so a
+    bad value fails before any training step."""
 
     def __init__(self, lam: float = 0.1, beta_w: float = 1.0, variant: str = "penalty",
                  alpha: float = 0.2, beta: float = 2.0) -> None:
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        _check_hparams(lam, beta_w, variant, alpha, beta)
         self.lam, self.beta_w, self.variant, self.alpha, self.beta = lam, beta_w, variant, alpha, beta
 
     def __repr__(self) -> str:

@@ -20,8 +20,9 @@ from torch import Tensor
 from icml26.core.flows import integrate, make_time_grid
 
 WHERE = ("early", "late", "constant")
-#: Placeholders, NOT paper values: the paper's alpha/beta defaults could not be read. alpha = 0.2,
-#: beta = 2 lie in the middle of the grid the brief proposes; use :func:`tune_ssc` in practice.
+#: Placeholders, NOT paper values: the paper's alpha/beta defaults could not be read (searched again
+#: for this release: abstract, Fig. 1 caption and third-party digests only). alpha = 0.2, beta = 2
+#: lie in the middle of the grid the brief proposes; use :func:`tune_ssc` (alpha = 0 in its grid).
 DEFAULT_ALPHA = 0.2
 DEFAULT_BETA = 2.0
 
@@ -65,8 +66,17 @@ def ssc_gain(t: Tensor | float, alpha: float = DEFAULT_ALPHA, beta: float = DEFA
     t = torch.as_tensor(t)
     if not torch.is_floating_point(t):
         t = t.to(torch.float32)
-    if not bool(torch.isfinite(t).all()) or bool((t < 0).any()) or bool((t > 1).any()):
+    _check_t(t)
+    return _gain(t, alpha, beta, where)
+
+
+def _check_t(t: Tensor) -> None:
+    # one reduction, one host sync: NaN fails both comparisons, so it is caught by the negation
+    if bool((~((t >= 0) & (t <= 1))).any()):
         raise ValueError("t must lie in [0, 1]")
+
+
+def _gain(t: Tensor, alpha: float, beta: float, where: str) -> Tensor:
     if where == "early":
         return 1.0 + alpha * (1.0 - t) ** beta
     if where == "late":
@@ -117,15 +127,25 @@ class ScaleScheduleCorrector:
         return ssc_gain(t, self.alpha, self.beta, self.where)
 
     def __call__(self, t: Tensor, v: Tensor) -> Tensor:
-        """Scale ``v`` (B, *shape) by gamma(t) with ``t`` of shape (B,) or a scalar."""
-        if self.alpha == 0.0:
-            return v
-        t = torch.as_tensor(t, dtype=v.dtype)
+        """Scale ``v`` (B, *shape) by gamma(t) with ``t`` of shape (B,) or a scalar.
+
+        Inputs are checked whatever ``alpha`` is (``alpha = 0`` returns ``v`` itself after the
+        checks). ``v`` must be floating point: an integer velocity cannot carry the boost.
+        """
+        if not isinstance(v, Tensor) or v.dim() < 1:
+            raise TypeError("v must be a tensor of shape (B, *shape)")
+        if not torch.is_floating_point(v):
+            raise TypeError(f"v must be a floating-point tensor, got dtype {v.dtype} (an integer "
+                            "velocity would silently lose the gain)")
+        t = torch.as_tensor(t).to(v.dtype)  # the gain is computed in the velocity's precision
         if t.dim() == 0:
             t = t.expand(v.shape[0])
         if t.shape != (v.shape[0],):
             raise ValueError(f"t must have shape ({v.shape[0]},) or be a scalar, got {tuple(t.shape)}")
-        g = self.gain(t).to(v.dtype)
+        _check_t(t)
+        if self.alpha == 0.0:
+            return v
+        g = _gain(t, self.alpha, self.beta, self.where)
         return v * g.reshape(-1, *([1] * (v.dim() - 1)))
 
     def wrap(self, model: Callable[..., Tensor]) -> Callable[..., Tensor]:
