@@ -201,3 +201,43 @@ def check_square_gram(K: Any, name: str = "K") -> np.ndarray:
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {K.shape}")
     return _require_finite(K, name)
+
+
+# ------------------------------------------------------------------------------------ tensors
+# (torch is imported lazily: importing this module must not import torch)
+
+
+def check_tensor(x: Any, name: str, *, min_dim: int = 1) -> None:
+    """A floating-point ``torch.Tensor`` with at least ``min_dim`` dimensions (batch first)."""
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.dim() < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dimensions (batch first), got "
+                         f"shape {tuple(x.shape)}")
+
+
+def check_finite(x: Any, name: str) -> None:
+    """A tensor without NaN or inf."""
+    import torch
+
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or inf")
+
+
+def check_time(t: Any, batch: int) -> None:
+    """Flow times: a finite (batch,) tensor in [0, 1]."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 1 or t.shape[0] != batch:
+        raise ValueError(f"t must have shape ({batch},), got {tuple(t.shape)}")
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError("t contains NaN or inf")
+    if bool((t < 0).any()) or bool((t > 1).any()):
+        raise ValueError(f"t must lie in [0, 1], got range [{float(t.min()):.4g}, "
+                         f"{float(t.max()):.4g}]")

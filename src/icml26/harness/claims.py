@@ -11,7 +11,8 @@ and the config, and return a :class:`Decision`. :func:`judge` records which metr
 read; after the run it checks two ways a claim's check can be unable to fail:
 
 * **POWERLESS**: the control arm's per-seed values of every metric the control rule read are
-  identical to another arm's (the control is that arm under another name);
+  identical to another arm's (the control is that arm under another name, so the check could
+  not fail);
 * **explained**: the control passes the rule too. Then the claim's verdict is ``not reproduced``
   and ``explained_by`` names the control arm: the effect is there without the mechanism.
 
@@ -251,9 +252,11 @@ def judge(claim: Claim, metrics: Metrics, config: Any) -> dict[str, Any]:
             entry["verdict"] = NOT_REPRODUCED
             entry["explained_by"] = arm
             entry["ours"] = f"{decision.ours} [explained by control arm {arm!r}, which passes too]"
-    # POWERLESS: the control is another arm under a new name, or passes while nothing is
-    # explained by it; a control that explains the effect did its job and is not powerless
-    nc["powerless"] = "identical_to" in nc or (not nc["passes"] and "explained_by" not in entry)
+    # POWERLESS: the control is another arm under a new name, so the check could not fail. A
+    # control that passes is not powerless: with the method passing too it explains the effect
+    # (verdict "not reproduced", ``explained_by``); with the method failing, the alternative
+    # works where the method does not, which the report says.
+    nc["powerless"] = "identical_to" in nc
     entry["negative_control"] = nc
     return entry
 

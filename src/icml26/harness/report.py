@@ -20,14 +20,14 @@ def _cell(text: Any) -> str:
 
 
 def control_flag(claim: Mapping[str, Any]) -> str:
-    """``ok``, ``POWERLESS (identical to ARM)``, ``POWERLESS (control passes)`` or ``explains``."""
+    """``ok``, ``POWERLESS (identical to ARM)``, ``explains ...`` or ``control passes: ...``."""
     nc = claim.get("negative_control", {})
     if nc.get("identical_to"):
         return f"POWERLESS (identical to {nc['identical_to']})"
     if claim.get("explained_by"):
         return "explains the effect (control passes too)"
-    if not nc.get("passes", nc.get("verdict") != "reproduced"):
-        return "POWERLESS (control passes)"
+    if nc.get("verdict") == "reproduced":
+        return "control passes: the alternative works where the method does not"
     return "ok"
 
 
@@ -286,8 +286,8 @@ tr.powerless .cflag{{background:#c00;color:#fff;padding:1px 4px;font-weight:bold
 .flag{{color:#c00;font-weight:bold}}.error{{color:#c00}}</style></head>
 <body><h1>icml26 reproduction report</h1>
 <p>Every number was measured by icml26 at laptop scale (2 CPU cores); the paper's figure is quoted
-for reference only. A negative control marked POWERLESS is identical to another arm or passes its
-own rule: that claim's check could not fail.</p>
+for reference only. A negative control marked POWERLESS is identical, seed for seed, to another arm:
+that claim's check could not fail. A control that passes too explains the effect.</p>
 {_summary_chart(latest)}
 {''.join(sections)}
 <section id="others"><h2>Papers without a completed result</h2><ul>{''.join(missing)}</ul></section>

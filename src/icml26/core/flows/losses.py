@@ -13,7 +13,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._checks import check_finite, check_tensor
+from icml26.core.validation import check_finite, check_tensor
+
 from .paths import CondOTPath, PathSample, sample_t
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ._checks import check_finite, check_tensor, check_time
+from icml26.core.validation import check_finite, check_tensor, check_time
 
 
 @dataclass(frozen=True)

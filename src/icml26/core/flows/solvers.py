@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ._checks import check_finite, check_tensor
+from icml26.core.validation import check_finite, check_tensor
 
 VelocityTransform = Callable[[Tensor, Tensor], Tensor]
 FIXED_METHODS: dict[str, int] = {"euler": 1, "midpoint": 2, "heun": 2, "rk4": 4}
