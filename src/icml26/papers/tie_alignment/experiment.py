@@ -563,10 +563,10 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
                                              ("lm_", config.lm_kl_targets, LM_ARMS)), strict=True):
         if p and not config.lm:
             continue
-        for arm in arms:
+        for k, arm in enumerate(arms):
             ys = np.array([[o.metrics[arm][_kl_key(t)] for t in targets] for o in outputs])
             ax.errorbar(targets, ys.mean(0), yerr=ys.std(0), marker="o", ms=3, capsize=2,
-                        label=arm, lw=1)
+                        label=arm, lw=1, color=plt.cm.tab20(k % 20))
         ax.set_xlabel("KL(pi || pi_ref) budget")
         ax.set_ylabel("expected true reward (early-stopped at the budget)")
         ax.set_title(f"tie_alignment {'Tier B (tiny LM)' if p else 'Tier A (tabular)'}: "
