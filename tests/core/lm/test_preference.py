@@ -124,3 +124,17 @@ def test_bad_input_errors():
         preference_loss(a, a, torch.tensor([True]), "davidson")
     with pytest.raises(ValueError, match="beta"):
         preference_loss(a, a, None, "sigmoid", beta=0.0)
+
+
+def test_todo_matches_the_authors_tie_loss_with_their_default_margin():
+    """XXares/TODO utils/dpo_tie_trainer.py ``tie_loss`` with theta = -alpha = -0.5 (their configs):
+    decided pairs -log s(d - alpha); ties log((1 + e^{alpha + d})(1 + e^{alpha - d})) - log(e^{2 alpha} - 1)."""
+    chosen = torch.tensor([0.4, -2.0, 3.0, 0.0], dtype=torch.float64)
+    rejected = torch.tensor([0.1, 1.0, -1.0, 0.0], dtype=torch.float64)
+    tie = torch.tensor([False, True, True, True])
+    beta, alpha = 0.5, 0.5
+    d = beta * (chosen - rejected)
+    expected_tie = torch.log((1 + torch.exp(alpha + d)) * (1 + torch.exp(alpha - d))) - math.log(math.exp(2 * alpha) - 1)
+    expected = torch.where(tie, expected_tie, -F.logsigmoid(d - alpha))
+    got = preference_loss(chosen, rejected, tie, "todo", beta)  # default alpha
+    assert torch.allclose(got, expected, atol=1e-12)

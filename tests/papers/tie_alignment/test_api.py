@@ -161,3 +161,92 @@ def test_train_tie_dpo_zero_steps_is_identity_and_bad_data_raises():
         assert torch.equal(p, q)
     with pytest.raises(ValueError, match="labels"):
         PairData(data.first, data.second, data.completion_mask, np.zeros(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# Matched-KL paths, the LM trainer, IPO length normalisation (issue 23)
+# ---------------------------------------------------------------------------------------------
+
+def test_at_kl_interpolates_stops_early_and_flags_unreached():
+    from icml26.papers.tie_alignment.tabular import at_kl
+
+    kl = np.array([0.0, 0.2, 0.6, 1.0, 1.4])
+    reward = np.array([0.0, 1.0, 2.0, 3.0, 2.5])
+    assert at_kl(kl, reward, 0.4) == (pytest.approx(1.5), True)      # halfway between 0.2 and 0.6
+    assert at_kl(kl, reward, 1.0) == (pytest.approx(3.0), True)      # exactly on a checkpoint
+    # the first crossing decides, later checkpoints are never read (early stopping)
+    assert at_kl(np.array([0.0, 0.5, 0.3, 0.9]), np.array([0.0, 1.0, 5.0, 9.0]), 0.5)[0] == pytest.approx(1.0)
+    assert at_kl(kl, reward, 2.0) == (pytest.approx(2.5), False)     # never reached: last checkpoint
+    with pytest.raises(ValueError):
+        at_kl(kl, reward[:-1], 0.5)
+    with pytest.raises(ValueError):
+        at_kl(kl, reward, 0.0)
+    with pytest.raises(ValueError, match="NaN"):
+        at_kl(np.array([0.0, np.nan]), np.array([0.0, 1.0]), 0.5)
+
+
+def test_train_path_starts_at_reference_and_ends_at_the_returned_policy():
+    bench = TabularPolicyBench(n_prompts=20, n_candidates=10, seed=2)
+    rng = np.random.default_rng(2)
+    pairs = bench.sample_pairs(4, rng)
+    labels = SimulatedLabeler(0.5, resolution=0.5).annotate(bench.rewards[pairs[0], pairs[1]],
+                                                            bench.rewards[pairs[0], pairs[2]], rng)
+    cfg = PreferenceConfig("rao_kupper")
+    logp, path = bench.train_path(*pairs, labels, cfg, steps=30)
+    assert len(path["kl"]) == len(path["reward"]) == 31
+    assert path["kl"][0] == pytest.approx(0.0, abs=1e-12)
+    assert path["reward"][0] == pytest.approx(bench.expected_reward(bench.ref_logp))
+    ev = bench.evaluate(logp)
+    assert path["kl"][-1] == pytest.approx(ev["kl"]) and path["reward"][-1] == pytest.approx(ev["reward"])
+    assert torch.equal(logp, bench.train(*pairs, labels, cfg, steps=30))
+
+
+def _certain_task():
+    """4 symbols, one response symbol: the best and worst responses of each prompt are known."""
+    task = SymbolTask(n_symbols=4, prompt_len=2, response_len=1, bonus_sd=0.0, seed=0)
+    prompts = task.prompts(256, np.random.default_rng(0))
+    rewards = task.all_rewards(prompts)
+    return task, prompts, rewards, rewards.argmax(1), rewards.argmin(1)
+
+
+@pytest.mark.parametrize("loss_type", ["sigmoid", "rao_kupper", "ipo"])
+def test_lm_trainer_raises_the_true_reward_when_chosen_is_certainly_better(loss_type):
+    """Pairs (best, worst) with oracle labels: DPO-family training must raise the expected true
+    reward; the same pairs with chosen/rejected swapped must lower it (catches an inverted loss)."""
+    task, prompts, rewards, best, worst = _certain_task()
+    torch.manual_seed(0)
+    ref = task.make_model(n_embd=16, n_layer=1, n_head=2)
+    ref_logp = task.response_logprobs(ref, prompts)
+    base = task.evaluate(ref, ref_logp, prompts, rewards)["reward"]
+    cfg = TieDPOConfig(loss_type, beta=0.1, learning_rate=1e-2, batch_size=64, steps=40)
+    out = {}
+    for sign in (1, -1):
+        data = task.pair_data(prompts, best, worst, np.full(len(prompts), sign))
+        out[sign] = task.evaluate(train_tie_dpo(ref, ref, data, cfg), ref_logp, prompts, rewards)["reward"]
+    # rewards lie in [-1, 1]; the reference is near uniform (expected reward about 0)
+    assert out[1] > base + 0.3
+    assert out[-1] < base - 0.3
+
+
+def test_trainer_checkpoints_and_ipo_length_normalisation():
+    from icml26.papers.tie_alignment.trainer import completion_logps
+
+    task = SymbolTask(n_symbols=4, prompt_len=3, response_len=2)
+    torch.manual_seed(0)
+    model = task.make_model(n_embd=16, n_layer=1, n_head=2)
+    prompts = task.prompts(8, np.random.default_rng(0))
+    data = task.pair_data(prompts, np.zeros(8, int), np.ones(8, int), np.array([1, -1] * 4))
+    seen = []
+    train_tie_dpo(model, model, data, TieDPOConfig("sigmoid", steps=7), checkpoint_every=3,
+                  on_checkpoint=lambda step, m: seen.append((step, m.training)))
+    assert seen == [(0, False), (3, False), (6, False), (7, False)]
+    with pytest.raises(ValueError):
+        train_tie_dpo(model, model, data, TieDPOConfig("sigmoid", steps=1), checkpoint_every=-1)
+    # TRL divides IPO's sequence log-probs by the completion length; the other losses use sums
+    ids, mask = data.first, data.completion_mask.clone()
+    mask[:4, -1] = 0  # shorter completions for half the batch
+    total = sequence_logprobs(model, ids, mask)[0]
+    n_tokens = mask[:, 1:].sum(1).float()
+    assert torch.allclose(completion_logps(model, ids, mask, "sigmoid"), total)
+    assert torch.allclose(completion_logps(model, ids, mask, "ipo"), total / n_tokens)
+    assert set(n_tokens.tolist()) == {1.0, 2.0}

@@ -27,3 +27,10 @@ def test_smoke_profile(tmp_path):
 def test_quick_profile(tmp_path):
     res = run_paper("tie_alignment", "quick", out=tmp_path)
     _check(res)
+    claims = {c["id"]: c for c in res["claims"]}
+    # matched-KL claims report one regime per KL budget, the sweep claim one per (r, s) pair
+    assert len(claims["model_ties_beats_dropping"]["regimes"]) == 3
+    assert len(claims["silent_beats_forced_across_regimes"]["regimes"]) == 16
+    for cid, c in claims.items():
+        if cid != "forced_choice_noise":
+            assert "oracle_gate" in c["evidence"], cid

@@ -11,7 +11,7 @@ loss_type      per-pair loss                                            source
 sigmoid        -(1-eps) log s(d) - eps log s(-d)                        DPO; TRL ``sigmoid``
 robust         (-(1-eps) log s(d) + eps log s(-d)) / (1 - 2 eps)        Chowdhury+24; TRL ``robust``
 hinge          relu(1 - d)                                              SLiC; TRL ``hinge``
-ipo            (logratio_diff - 1/(2 beta))^2                           IPO; TRL ``ipo``
+ipo            (logratio_diff - 1/(2 beta))^2 (see the note below)      IPO; TRL ``ipo``
 rao_kupper     win: -log s(d - a); tie: -[log(nu^2-1) + log s(d-a)      Chen et al. 2409.17431
                + log s(-d-a)], a = log nu                               (DPO-RK)
 davidson       win: -(d/2 - log Z); tie: -(log nu - log Z),             Chen et al. 2409.17431
@@ -27,6 +27,22 @@ The tie models' free parameter is set by the probability of a tie between two eq
 responses (``d = 0``): Rao-Kupper gives ``(nu - 1)/(nu + 1)``, Davidson ``nu / (2 + nu)``.
 ``tie_prob_at_zero = 1/3`` is our default (Chen et al. fix nu per model; their value could not be
 read here).
+
+TODO's margin ``alpha = 0.5`` is the TODO authors' setting: their training configs
+``train_args/llama3-8b-todo.yaml`` and ``train_args/mistral-7b-todo.yaml`` set ``dpo_theta: -0.5``
+and their README says ``--dpo_theta -0.5 # default is -0.5, represents the -alpha value in TODO``
+(github.com/XXares/TODO, commit 676b471). Their ``DPOTieTrainer.tie_loss``
+(``utils/dpo_tie_trainer.py``) applies it to ``beta * logits`` exactly as here: decided pairs
+``-log s(d - alpha)``, ties ``-[log(e^{2 alpha} - 1) + log s(d - alpha) + log s(-d - alpha)]``.
+(Their ``beta`` is 0.01; the class default ``theta = -0.7`` and the argument-parser default
+``-0.2`` are overridden by those configs.)
+
+IPO and length: TRL's ``DPOTrainer`` divides each sequence's log-probability by its number of
+completion tokens when the loss is IPO (``concatenated_forward``: ``if "ipo" in
+self.loss_type: all_logps = all_logps / loss_mask.sum(-1)``) and sums them for every other loss.
+This function takes log-ratios as given: pass length-averaged log-ratios for ``ipo`` to match
+TRL (the LM trainer :func:`icml26.papers.tie_alignment.trainer.train_tie_dpo` does; on a tabular
+policy every response is one "token" and the two agree).
 """
 
 from __future__ import annotations
@@ -104,7 +120,7 @@ def preference_loss(
     tie_prob_at_zero : float
         Sets nu of ``rao_kupper``/``davidson`` through :func:`nu_from_tie_prob` unless ``nu`` is given.
     alpha : float
-        TOBT margin of ``todo`` (nu = e^alpha); 0.5 as recalled from Guo et al. (unverified here).
+        TOBT margin of ``todo`` (nu = e^alpha); 0.5 as in the TODO authors' configs (see above).
 
     Returns
     -------

@@ -14,10 +14,10 @@ from icml26.core.lm.preference import (
 )
 
 from .labelers import TIE, WIN_FIRST, WIN_SECOND, SimulatedLabeler, label_noise
-from .tabular import PreferenceConfig, TabularPolicyBench, resolve_ties
+from .tabular import PreferenceConfig, TabularPolicyBench, at_kl, resolve_ties
 
 __all__ = [
     "TIE", "WIN_FIRST", "WIN_SECOND", "PreferenceConfig", "SimulatedLabeler", "TabularPolicyBench",
-    "davidson_probs", "label_noise", "nu_from_tie_prob", "preference_loss", "rao_kupper_probs",
+    "at_kl", "davidson_probs", "label_noise", "nu_from_tie_prob", "preference_loss", "rao_kupper_probs",
     "resolve_ties",
 ]

@@ -1,13 +1,20 @@
-"""Reproduction of "When Labelers Stay Silent" (ICML 2026 poster 62768) at laptop scale (Tier A).
+"""Reproduction of "When Labelers Stay Silent" (ICML 2026 poster 62768) at laptop scale.
 
 One run, same candidate tables, same reference-sampled pairs and seeds for every labeler and
 objective. Labelers (the brief's table): small-silent (noise 1.0, resolution 1.5), small-forced
 (noise 1.0), large-forced "LLM judge" (noise 0.4), expert-forced "humans" (noise 0.6 plus per-pair
-rater disagreement 0.4), oracle (noise 0). Objectives: DPO on each forced labeler's labels, DPO
-with ties dropped, cDPO (robust, eps 0.1), and the tie models DPO-RK, DPO-D and TODO on the
-silent labels. The negative control trains DPO-RK on the silent labels with the tie flag off
-(every tie given a coin-flip winner). A sweep over the large labeler's noise and the small
-labeler's resolution maps where the headline claim holds and where it flips.
+rater disagreement 0.4), oracle (noise 0) and the silent oracle (noise 0, resolution 1.5).
+Objectives: DPO on each forced labeler's labels, DPO with ties dropped, cDPO (robust, eps 0.1),
+and the tie models DPO-RK, DPO-D and TODO on the silent labels.
+
+Issue 23: objectives are compared at matched KL (each arm's optimisation path is early-stopped at
+fixed KL budgets; a reward-vs-KL frontier), a sanity gate requires oracle labels to do at least as
+well as every noisy labeler under the same objective (else the objective claims are
+"inconclusive"), "equal" uses a margin of two paired s.e., and the KL claim is judged after each of
+several step budgets. Controls: DPO with ties dropped (same labels, same KL budgets) for the
+labeler and KL claims; the DPO-RK objective with ties dropped for "modelling ties beats dropping".
+A sweep over the large labeler's noise and the small labeler's resolution (Tier A, at the middle
+KL budget) maps where the comparisons hold and where they flip.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from icml26.harness import (
+    INCONCLUSIVE,
     NOT_REPRODUCED,
     REPRODUCED,
     Claim,
@@ -25,15 +33,15 @@ from icml26.harness import (
     Decision,
     ExperimentConfig,
     SeedOutput,
-    all_of,
     mean_se,
     paired_improvement,
+    per_regime,
 )
 from icml26.harness.plots import save_figure
 
 from .labelers import SimulatedLabeler, label_noise
 from .lm_bench import SymbolTask
-from .tabular import PreferenceConfig, TabularPolicyBench
+from .tabular import PreferenceConfig, TabularPolicyBench, at_kl
 from .trainer import TieDPOConfig, train_tie_dpo
 
 SCALE = ("laptop-scale: exact tabular softmax policies (200 prompts x 64 candidates, known reward) "
@@ -45,7 +53,10 @@ SCALE_LM = ("laptop-scale: a 0.1M-parameter causal LM on a symbol task with a kn
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
     """Tier A settings. Sources: the brief's §5 (table sizes, labelers, eps = 0.1, beta = 0.1 =
-    TRL's default); the optimiser (Adam, lr 0.05, 200 full-batch steps) is our choice."""
+    TRL's default); the optimiser (Adam, lr 0.05, full-batch steps) and the KL budgets are our
+    choice. Objectives are compared at matched KL: each arm's optimisation path is stopped at each
+    budget in ``kl_targets`` (:func:`~icml26.papers.tie_alignment.tabular.at_kl`), so that an arm
+    cannot win by moving further from the reference in the same number of steps."""
 
     n_prompts: int = 200
     n_candidates: int = 64
@@ -54,6 +65,8 @@ class Config(ExperimentConfig):
     beta: float = 0.1
     steps: int = 200
     lr: float = 0.05
+    kl_targets: tuple[float, ...] = (0.5, 1.0, 1.5)
+    step_budgets: tuple[int, ...] = (25, 50, 100, 200)
     small_noise: float = 1.0
     small_resolution: float = 1.5
     large_noise: float = 0.4
@@ -61,7 +74,6 @@ class Config(ExperimentConfig):
     expert_disagreement: float = 0.4
     cdpo_eps: float = 0.1
     tie_prob_at_zero: float = 1.0 / 3.0
-    sweep: bool = True
     sweep_large_noise: tuple[float, ...] = (0.2, 0.4, 0.8, 1.2)
     sweep_resolution: tuple[float, ...] = (0.5, 1.0, 1.5, 2.5)
     # Tier B (tiny LM); sizes are our choice, sized for the CPU budget
@@ -71,15 +83,42 @@ class Config(ExperimentConfig):
     lm_sft_examples: int = 4096
     lm_sft_steps: int = 300
     lm_corrupt: float = 0.7
-    lm_dpo_steps: int = 150
+    lm_dpo_steps: int = 100
     lm_dpo_lr: float = 1e-3
     lm_batch_size: int = 64
+    lm_checkpoint_every: int = 10
+    lm_path_prompts: int = 64
+    lm_kl_targets: tuple[float, ...] = (0.5, 1.0, 1.5)
+    lm_step_budgets: tuple[int, ...] = (20, 50, 100)
+
+    BOUNDS = {"beta": (1e-6, 100.0), "lr": (1e-6, 10.0), "reward_sd": (1e-6, 100.0)}
+
+    def extra_checks(self) -> None:
+        for name, targets in (("kl_targets", self.kl_targets), ("lm_kl_targets", self.lm_kl_targets)):
+            if not targets or any(not t > 0 for t in targets):
+                self.out_of_range(name, "a non-empty tuple of KL budgets > 0")
+        for name in ("sweep_resolution", "sweep_large_noise"):
+            if not getattr(self, name):
+                self.out_of_range(name, "a non-empty tuple (the per-regime claim reads the sweep)")
+        if any(not r > 0 for r in self.sweep_resolution):
+            self.out_of_range("sweep_resolution", "resolutions > 0")
+        if not self.step_budgets or any(not 0 < s <= self.steps for s in self.step_budgets):
+            self.out_of_range("step_budgets", f"a non-empty tuple of steps in [1, steps={self.steps}]")
+        if self.lm and (not self.lm_step_budgets or self.lm_checkpoint_every < 1 or any(
+                not 0 < s <= self.lm_dpo_steps or s % self.lm_checkpoint_every
+                for s in self.lm_step_budgets)):
+            self.out_of_range("lm_step_budgets", "multiples of lm_checkpoint_every in "
+                              f"[1, lm_dpo_steps={self.lm_dpo_steps}]")
 
     @classmethod
     def smoke(cls) -> Config:
-        return cls(seeds=(0, 1, 2), n_prompts=60, n_candidates=32, steps=80, sweep=False,
+        return cls(seeds=(0, 1, 2), n_prompts=60, n_candidates=32, steps=80,
+                   sweep_large_noise=(0.4, 1.2), sweep_resolution=(0.5, 1.5),
+                   kl_targets=(0.25, 0.5, 1.0), step_budgets=(20, 40, 80),
+                   lm_kl_targets=(0.25, 0.5, 1.0),
                    lm_train_prompts=256, lm_eval_prompts=32, lm_sft_examples=512,
-                   lm_sft_steps=40, lm_dpo_steps=15)
+                   lm_sft_steps=40, lm_dpo_steps=15, lm_checkpoint_every=5,
+                   lm_step_budgets=(5, 10, 15))
 
     @classmethod
     def quick(cls) -> Config:
@@ -87,7 +126,8 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls) -> Config:
-        return cls(seeds=tuple(range(8)), steps=400, lm_train_prompts=8192, lm_dpo_steps=600,
+        return cls(seeds=tuple(range(8)), steps=600, step_budgets=(25, 50, 100, 200, 400, 600),
+                   lm_train_prompts=8192, lm_dpo_steps=600, lm_step_budgets=(50, 150, 300, 600),
                    sweep_large_noise=(0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2),
                    sweep_resolution=(0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.5))
 
@@ -100,6 +140,8 @@ def labelers(c: Config) -> dict[str, SimulatedLabeler]:
         "expert_forced": SimulatedLabeler(c.expert_noise, disagreement=c.expert_disagreement,
                                           name="expert-forced"),
         "oracle": SimulatedLabeler(0.0, name="oracle"),
+        # the oracle of the silent objectives: no noise, the small labeler's resolution
+        "oracle_silent": SimulatedLabeler(0.0, c.small_resolution, name="oracle-silent"),
         # negative control of the noise claim: forced choice, perception noise far below the gaps
         "low_noise_forced": SimulatedLabeler(c.small_noise / 4, name="low-noise-forced"),
     }
@@ -109,7 +151,7 @@ def labelers(c: Config) -> dict[str, SimulatedLabeler]:
 # noisy rewards and differ only in whether they may abstain, so "ties vs forced choice" compares
 # labels that differ by the ties alone.
 _NOISE_STREAM = {"small_silent": 0, "small_forced": 0, "large_forced": 1, "expert_forced": 2,
-                 "oracle": 3, "low_noise_forced": 4}
+                 "oracle": 3, "low_noise_forced": 4, "oracle_silent": 5}
 
 
 def annotate_all(labs: dict[str, SimulatedLabeler], r1, r2, key: list[int]) -> dict[str, np.ndarray]:
@@ -126,20 +168,55 @@ ARMS: dict[str, tuple[str, str, str, float]] = {
     "dpo_small_forced": ("small_forced", "sigmoid", "drop", 0.0),
     "cdpo_small_forced": ("small_forced", "robust", "drop", -1.0),  # -1: config.cdpo_eps
     "dpo_small_drop_ties": ("small_silent", "sigmoid", "drop", 0.0),
+    "dpo_oracle_drop_ties": ("oracle_silent", "sigmoid", "drop", 0.0),
     "rk_small_silent": ("small_silent", "rao_kupper", "model", 0.0),
+    "rk_oracle_silent": ("oracle_silent", "rao_kupper", "model", 0.0),
     "davidson_small_silent": ("small_silent", "davidson", "model", 0.0),
     "todo_small_silent": ("small_silent", "todo", "model", 0.0),
-    # negative control: the same DPO-RK objective with the tie flag off (ties -> coin flips)
-    "control_rk_tie_flag_off": ("small_silent", "rao_kupper", "random_winner", 0.0),
+    # control of "modelling ties beats dropping": the DPO-RK objective (with its margin log nu on
+    # the decided pairs) trained on the same silent labels with the ties dropped
+    "rk_small_drop_ties": ("small_silent", "rao_kupper", "drop", 0.0),
 }
+
+# The sanity gate: (oracle arm, noisy arm) pairs trained with the same objective (loss and tie
+# handling); the oracle must not lose to the noisy labeler at any KL budget.
+# The oracle of a silent objective is the silent oracle (no noise, same resolution): forced
+# oracle labels carry the sign of every gap but not which gaps are below the resolution, so they
+# are not "better labels" for an objective that drops or models ties. The cross comparison
+# (forced-oracle DPO vs drop-ties DPO on small-silent labels) is reported, not gated.
+GATE = (("dpo_oracle", "dpo_large_forced"), ("dpo_oracle", "dpo_expert_forced"),
+        ("dpo_oracle", "dpo_small_forced"), ("dpo_oracle_drop_ties", "dpo_small_drop_ties"),
+        ("rk_oracle_silent", "rk_small_silent"))
+GATE_DIAGNOSTIC = (("dpo_oracle", "dpo_small_drop_ties"),)
+LM_GATE = (("lm_dpo_oracle", "lm_dpo_large_forced"), ("lm_dpo_oracle", "lm_dpo_small_forced"))
+LM_GATE_DIAGNOSTIC = (("lm_dpo_oracle", "lm_dpo_small_drop_ties"),)
+
+
+def _kl_key(target: float) -> str:
+    return f"reward_at_kl_{target:g}"
+
+
+def _path_metrics(path: dict[str, np.ndarray], steps: np.ndarray, kl_targets, step_budgets,
+                  ) -> dict[str, float]:
+    """Matched-KL rewards and the KL after each step budget, from an optimisation path."""
+    out: dict[str, float] = {}
+    for t in kl_targets:
+        value, reached = at_kl(path["kl"], path["reward"], t)
+        out[_kl_key(t)] = value
+        out[f"reached_kl_{t:g}"] = float(reached)
+    for s_ in step_budgets:
+        out[f"kl_at_step_{s_}"] = float(path["kl"][int(np.flatnonzero(steps == s_)[0])])
+    return out
 
 
 def _train(bench, pairs, labels, c: Config, loss_type, handling, eps, seed):
     cfg = PreferenceConfig(loss_type=loss_type, beta=c.beta, tie_handling=handling,
                            label_smoothing=c.cdpo_eps if eps < 0 else eps,
                            tie_prob_at_zero=c.tie_prob_at_zero)
-    logp = bench.train(*pairs, labels, cfg, steps=c.steps, lr=c.lr, seed=seed)
-    return bench.evaluate(logp)
+    logp, path = bench.train_path(*pairs, labels, cfg, steps=c.steps, lr=c.lr, seed=seed)
+    out = bench.evaluate(logp)
+    out.update(_path_metrics(path, np.arange(len(path["kl"])), c.kl_targets, c.step_budgets))
+    return out
 
 
 def run(config: Config, seed: int) -> SeedOutput:
@@ -161,39 +238,51 @@ def run(config: Config, seed: int) -> SeedOutput:
         metrics.update(run_lm_tier(c, seed))
 
     extras: dict = {}
-    if c.sweep:
-        # Where does each claim hold? Small-silent labelers over resolutions (DPO-RK and drop-ties
-        # DPO on the same labels), large-forced labelers over noise levels (DPO).
-        pairs = (prompts, first, second)
-        silent, drop = [], []
-        for i, res in enumerate(c.sweep_resolution):
-            lab_s = SimulatedLabeler(c.small_noise, res).annotate(r1, r2, np.random.default_rng([seed, 200, i]))
-            silent.append(_train(bench, pairs, lab_s, c, "rao_kupper", "model", 0.0, seed))
-            drop.append(_train(bench, pairs, lab_s, c, "sigmoid", "drop", 0.0, seed))
-        forced = []
-        for j, noise in enumerate(c.sweep_large_noise):
-            lab = SimulatedLabeler(noise).annotate(r1, r2, np.random.default_rng([seed, 100, j]))
-            forced.append(_train(bench, pairs, lab, c, "sigmoid", "drop", 0.0, seed))
-        # claim 2: reward(RK, small-silent at resolution i) - reward(DPO, large-forced at noise j)
-        extras["sweep_reward_gap"] = [[s_["reward"] - f["reward"] for f in forced] for s_ in silent]
-        # claim 3: RK vs drop-ties on the same silent labels; claim 4: KL(RK) - KL(DPO, small-forced)
-        extras["sweep_vs_drop_reward_gap"] = [s_["reward"] - d["reward"] for s_, d in zip(silent, drop, strict=True)]
-        extras["sweep_vs_drop_kl_gap"] = [s_["kl"] - d["kl"] for s_, d in zip(silent, drop, strict=True)]
-        extras["sweep_kl_gap_vs_small_forced"] = [s_["kl"] - metrics["dpo_small_forced"]["kl"] for s_ in silent]
+    # The labeler sweep (the per-regime claim reads its arms).
+    # Where does each comparison hold? At the middle KL budget: small-silent labelers over
+    # resolutions (DPO-RK and drop-ties DPO on the same labels), large-forced labelers over
+    # noise levels (DPO).
+    key = _kl_key(c.kl_targets[len(c.kl_targets) // 2])
+    extras["sweep_kl_budget"] = c.kl_targets[len(c.kl_targets) // 2]
+    pairs = (prompts, first, second)
+    silent, drop = [], []
+    for i, res in enumerate(c.sweep_resolution):
+        lab_s = SimulatedLabeler(c.small_noise, res).annotate(r1, r2, np.random.default_rng([seed, 200, i]))
+        silent.append(_train(bench, pairs, lab_s, c, "rao_kupper", "model", 0.0, seed))
+        drop.append(_train(bench, pairs, lab_s, c, "sigmoid", "drop", 0.0, seed))
+    forced = []
+    for j, noise in enumerate(c.sweep_large_noise):
+        lab = SimulatedLabeler(noise).annotate(r1, r2, np.random.default_rng([seed, 100, j]))
+        forced.append(_train(bench, pairs, lab, c, "sigmoid", "drop", 0.0, seed))
+    # the sweep's arms, by grid index, for the per-regime claim
+    for i, (s_, d) in enumerate(zip(silent, drop, strict=True)):
+        metrics[f"sweep_rk_r{i}"], metrics[f"sweep_drop_r{i}"] = s_, d
+    for j, f in enumerate(forced):
+        metrics[f"sweep_dpo_large_n{j}"] = f
+    # claim 2: reward(RK, small-silent at resolution i) - reward(DPO, large-forced at noise j)
+    extras["sweep_reward_gap"] = [[s_[key] - f[key] for f in forced] for s_ in silent]
+    # claim 3: RK vs drop-ties on the same silent labels, at matched KL
+    extras["sweep_vs_drop_reward_gap"] = [s_[key] - d[key] for s_, d in zip(silent, drop, strict=True)]
+    # claim 4: KL(RK) - KL(DPO, small-forced) after the full step budget
+    extras["sweep_kl_gap_vs_small_forced"] = [s_["kl"] - metrics["dpo_small_forced"]["kl"] for s_ in silent]
     return SeedOutput(metrics=metrics, extras=extras)
 
 
 LM_ARMS: dict[str, tuple[str, str, str]] = {
+    "lm_dpo_oracle": ("oracle", "sigmoid", "drop"),
     "lm_dpo_large_forced": ("large_forced", "sigmoid", "drop"),
     "lm_dpo_small_forced": ("small_forced", "sigmoid", "drop"),
     "lm_dpo_small_drop_ties": ("small_silent", "sigmoid", "drop"),
     "lm_rk_small_silent": ("small_silent", "rao_kupper", "model"),
-    "lm_control_rk_tie_flag_off": ("small_silent", "rao_kupper", "random_winner"),
+    "lm_rk_small_drop_ties": ("small_silent", "rao_kupper", "drop"),
 }
 
 
 def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
-    """Tier B: SFT a reference on corrupted targets, label reference pairs, train each arm."""
+    """Tier B: SFT a reference on corrupted targets, label reference pairs, train each arm and
+    record its exact reward-vs-KL path on ``lm_path_prompts`` evaluation prompts every
+    ``lm_checkpoint_every`` steps (the matched-KL comparison); ``reward`` and ``kl`` are the final
+    policy's on all evaluation prompts."""
     import torch
 
     rng = np.random.default_rng([seed, 3])
@@ -204,10 +293,14 @@ def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
         ref_train = task.response_logprobs(ref, train_prompts)
         ref_eval = task.response_logprobs(ref, eval_prompts)
     eval_rewards = task.all_rewards(eval_prompts)
+    # the reward-vs-KL paths are traced on the first lm_path_prompts evaluation prompts (cost)
+    n_path = min(c.lm_path_prompts, len(eval_prompts))
+    path_prompts, ref_path, path_rewards = eval_prompts[:n_path], ref_eval[:n_path], eval_rewards[:n_path]
     first, second = task.sample_pairs(ref_train, train_prompts, rng)
     r1 = task.reward(train_prompts, task.responses[first])
     r2 = task.reward(train_prompts, task.responses[second])
-    labs = {k: v for k, v in labelers(c).items() if k in ("small_silent", "small_forced", "large_forced")}
+    labs = {k: v for k, v in labelers(c).items()
+            if k in ("small_silent", "small_forced", "large_forced", "oracle")}
     out = {"lm_reference": task.evaluate(ref, ref_eval, eval_prompts, eval_rewards)}
     labels = annotate_all(labs, r1, r2, [seed, 50])
     for name in labs:
@@ -217,14 +310,26 @@ def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
                            tie_prob_at_zero=c.tie_prob_at_zero, learning_rate=c.lm_dpo_lr,
                            batch_size=c.lm_batch_size, steps=c.lm_dpo_steps)
         data = task.pair_data(train_prompts, first, second, labels[lab])
+        path: dict[str, list[float]] = {"step": [], "reward": [], "kl": []}
+
+        def record(step, model, path=path):
+            ev = task.evaluate(model, ref_path, path_prompts, path_rewards)
+            path["step"].append(step)
+            path["reward"].append(ev["reward"])
+            path["kl"].append(ev["kl"])
+
         torch.manual_seed(seed)
-        policy = train_tie_dpo(ref, ref, data, cfg, seed=seed)
+        policy = train_tie_dpo(ref, ref, data, cfg, seed=seed,
+                               checkpoint_every=c.lm_checkpoint_every, on_checkpoint=record)
         out[arm] = task.evaluate(policy, ref_eval, eval_prompts, eval_rewards)
+        arrays = {k: np.asarray(v) for k, v in path.items()}
+        out[arm].update(_path_metrics(arrays, arrays["step"], c.lm_kl_targets, c.lm_step_budgets))
     return out
 
 
 # ------------------------------------------------------------------------------------------
-# Claims (rules fixed before the first quick run)
+# Claims. Rules rewritten for issue 23 (matched KL, oracle gate, noise-scaled equivalence);
+# the README lists every change and its reason.
 # ------------------------------------------------------------------------------------------
 
 def _noise_rule(arm: str):
@@ -240,73 +345,190 @@ def _noise_rule(arm: str):
     return decide
 
 
-def _ties_vs_drop(arm: str, drop: str):
+def oracle_gate(m, targets, pairs, key=_kl_key, diagnostic=()) -> tuple[bool, dict, str]:
+    """The bench's sanity gate: under the same objective, oracle labels must do at least as well
+    as every noisy labeler at every KL budget. It fails where a noisy arm beats its oracle arm by
+    the paired rule (every seed, mean gap > 2 s.e.). ``diagnostic`` pairs are checked the same
+    way and reported, without gating. Returns ``(passed, evidence, reason)``."""
+    def check(pairs):
+        failures, checked = [], {}
+        for oracle, noisy in pairs:
+            for t in targets:
+                d = paired_improvement(m[noisy][key(t)], m[oracle][key(t)])
+                checked[f"{noisy} vs {oracle} @ KL {t:g}"] = {
+                    "gap_mean": d.evidence["gap_mean"], "gap_se": d.evidence["gap_se"],
+                    "noisy_beats_oracle": d.verdict == REPRODUCED}
+                if d.verdict == REPRODUCED:
+                    failures.append(f"{noisy} beats {oracle} at KL {t:g} ({d.ours})")
+        return failures, checked
+
+    failures, checked = check(pairs)
+    diag_failures, diag = check(diagnostic)
+    reason = ("oracle labels lose to noisy labels under the same objective: " + "; ".join(failures)
+              if failures else "")
+    return not failures, {"passed": not failures, "checked": checked,
+                          "diagnostic_not_gated": diag, "diagnostic_failures": diag_failures}, reason
+
+
+def _gated(rule, targets_of, gate_pairs, diagnostic=()):
+    """Apply ``rule`` only when the tier's oracle gate passes; otherwise "inconclusive" with the
+    reason in the evidence (the ungated result is kept there for transparency)."""
     def decide(m, c) -> Decision:
-        reward = paired_improvement(m[arm]["reward"], m[drop]["reward"], label="reward ")
-        if reward.verdict == REPRODUCED:
-            return reward
-        kl = paired_improvement(m[arm]["kl"], m[drop]["kl"], higher_is_better=False, label="KL ")
-        gap, _ = mean_se(np.subtract(m[arm]["reward"], m[drop]["reward"]))
-        equal = Decision(REPRODUCED if gap > -0.05 else NOT_REPRODUCED,
-                         f"reward gap {gap:+.3f} (equal if > -0.05)", {"reward_gap": gap})
-        return all_of(equal, kl)
+        inner = rule(m, c)
+        ok, ev, reason = oracle_gate(m, targets_of(c), gate_pairs, diagnostic=diagnostic)
+        if ok:
+            return Decision(inner.verdict, inner.ours, {**inner.evidence, "oracle_gate": ev},
+                            inner.regimes)
+        return Decision(INCONCLUSIVE, f"not judged (oracle gate failed); ungated: {inner.ours}",
+                        {"oracle_gate": ev, "reason": reason, "ungated_verdict": inner.verdict,
+                         "ungated": inner.evidence})
     return decide
 
 
-def _paired(arm: str, baseline: str, metric: str, higher: bool):
-    return lambda m, c: paired_improvement(m[arm][metric], m[baseline][metric],
-                                           higher_is_better=higher)
+def frontier_dominance(m, method: str, base: str, targets, key=_kl_key) -> Decision:
+    """Rule: ``method``'s reward-vs-KL frontier dominates ``base``'s.
+
+    At each KL budget (one regime each) the paired reward gap over seeds is a *win* when the
+    method is better in every seed by more than 2 s.e., a *loss* when the mean gap is below
+    -2 s.e., and *equal* otherwise (an equivalence margin of two paired s.e., CLAIMS.md rule 5).
+    Overall: reproduced when it wins at some budget and loses at none; not reproduced when it
+    loses at some budget, or is equal everywhere with a mean gap <= 0; else inconclusive.
+    """
+    regimes = []
+    gaps_all = []
+    for t in targets:
+        a = np.asarray(m[method][key(t)], dtype=float)
+        b = np.asarray(m[base][key(t)], dtype=float)
+        mean, se = mean_se(a - b)
+        gaps_all.append(mean)
+        win = paired_improvement(a, b).verdict == REPRODUCED
+        loss = mean < -2 * se
+        verdict = REPRODUCED if win else NOT_REPRODUCED if loss else INCONCLUSIVE
+        regimes.append((f"KL {t:g}", Decision(
+            verdict, f"{a.mean():.4g} vs {b.mean():.4g} (gap {mean:+.3g} ± {se:.2g})",
+            {"method": a.tolist(), "baseline": b.tolist(), "gap_mean": mean, "gap_se": se})))
+    summary = per_regime(regimes, require="any", label=f"{method} vs {base}: ")
+    wins = sum(d.verdict == REPRODUCED for _, d in regimes)
+    losses = sum(d.verdict == NOT_REPRODUCED for _, d in regimes)
+    if losses:
+        verdict = NOT_REPRODUCED
+    elif wins:
+        verdict = REPRODUCED
+    else:
+        verdict = NOT_REPRODUCED if float(np.mean(gaps_all)) <= 0 else INCONCLUSIVE
+    ours = summary.ours.replace("reproduced in", "wins in").replace("(needs 1)", "at matched KL")
+    return Decision(verdict, ours, summary.evidence, summary.regimes)
+
+
+def _kl_budgets(m, method: str, base: str, budgets) -> Decision:
+    """Rule: lower KL than ``base`` after every step budget (paired, every seed, > 2 s.e.)."""
+    regimes = [(f"{s} steps", paired_improvement(m[method][f"kl_at_step_{s}"], m[base][f"kl_at_step_{s}"],
+                                                 higher_is_better=False, label="KL "))
+               for s in budgets]
+    return per_regime(regimes, require="all", label=f"{method} vs {base}: ")
 
 
 def _tier_claims(p: str, scale: str, tier: str) -> tuple[Claim, ...]:
     """Claims 2-4 for one tier; ``p`` is the arm prefix ("" Tier A, "lm_" Tier B)."""
-    control = "DPO-RK with the tie flag off (ties given coin-flip winners)"
-    flag_off = f"{p}control_rk_tie_flag_off"
+    targets_of = (lambda c: c.lm_kl_targets) if p else (lambda c: c.kl_targets)
+    budgets_of = (lambda c: c.lm_step_budgets) if p else (lambda c: c.step_budgets)
+    gate = LM_GATE if p else GATE
+    diag = LM_GATE_DIAGNOSTIC if p else GATE_DIAGNOSTIC
     drop = f"{p}dpo_small_drop_ties"
-    drop_control = ("plain DPO on the same small-silent labels with ties dropped (no tie model): the "
-                    "strongest arm without the mechanism; if it passes, abstaining explains the gain")
+    rk = f"{p}rk_small_silent"
+    rk_drop = f"{p}rk_small_drop_ties"
+    gate_text = (" Judged only if the oracle gate passes (oracle labels lose to no noisy labeler "
+                 "trained with the same objective at any KL budget); else inconclusive.")
+    frontier_text = ("at each KL budget (regimes) the paired reward gap is a win (every seed, "
+                     "> 2 s.e.), a loss (< -2 s.e.) or equal; reproduced iff it wins somewhere and "
+                     "loses nowhere.")
+    drop_control = ("plain DPO on the same small-silent labels with ties dropped, at the same KL "
+                    "budgets: the strongest arm without a tie model; if it passes too, abstaining "
+                    "(not modelling ties) explains the gain")
+
+    def dominance(method, base):
+        return _gated(lambda m, c: frontier_dominance(m, method, base, targets_of(c)), targets_of,
+                      gate, diag)
+
+    def kl_rule(method, base):
+        return _gated(lambda m, c: _kl_budgets(m, method, base, budgets_of(c)), targets_of, gate,
+                      diag)
+
     return (
         Claim(
             id=f"{p}silent_small_beats_forced_large",
             statement=(f"[{tier}] With ties modelled, a small silent-aware labeler's supervision "
-                       "reaches higher true reward than forced-choice labels from a stronger labeler"),
+                       "reaches higher true reward than forced-choice labels from a stronger "
+                       "labeler, at matched KL to the reference"),
             paper_value="qualitative (abstract: small models with ties surpass forced-choice LLMs and humans)",
-            metric="expected true reward of the trained policy (higher is better)",
+            metric="expected true reward at matched KL(pi || pi_ref) (higher is better)",
             scale=scale,
-            rule="DPO-RK(small-silent) > DPO(large-forced) in every seed, mean gap > 2 s.e.",
-            decide=_paired(f"{p}rk_small_silent", f"{p}dpo_large_forced", "reward", True),
+            rule=f"frontier dominance of DPO-RK(small-silent) over DPO(large-forced): {frontier_text}{gate_text}",
+            decide=dominance(rk, f"{p}dpo_large_forced"),
             control_description=drop_control,
-            control=_paired(drop, f"{p}dpo_large_forced", "reward", True),
-            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(f"{p}dpo_large_forced",),
-                           control=drop),
+            control=dominance(drop, f"{p}dpo_large_forced"),
+            arms=ClaimArms(method=rk, baselines=(f"{p}dpo_large_forced",), control=drop),
         ),
         Claim(
             id=f"{p}model_ties_beats_dropping",
-            statement=f"[{tier}] Modelling ties beats dropping them (higher reward, or equal reward at lower KL)",
+            statement=(f"[{tier}] Modelling ties beats dropping them: higher reward at matched KL "
+                       "(equal reward at lower KL shows as higher reward at matched KL)"),
             paper_value="qualitative (abstract); Chen et al. 2409.17431: ties add regularisation",
-            metric="true reward (higher), KL(pi || pi_ref) (lower)",
+            metric="expected true reward at matched KL(pi || pi_ref) (higher is better)",
             scale=scale,
-            rule=("DPO-RK(small-silent) beats DPO-drop-ties(small-silent) in reward (every seed, "
-                  "> 2 s.e.), or its reward gap > -0.05 and its KL is lower in every seed (> 2 s.e.)"),
-            decide=_ties_vs_drop(f"{p}rk_small_silent", f"{p}dpo_small_drop_ties"),
-            control_description=control,
-            control=_ties_vs_drop(flag_off, f"{p}dpo_small_drop_ties"),
-            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(drop,), control=flag_off),
+            rule=f"frontier dominance of DPO-RK(small-silent) over DPO-drop-ties(small-silent): {frontier_text}{gate_text}",
+            decide=dominance(rk, drop),
+            control_description=("the DPO-RK objective (with its margin log nu on decided pairs) on "
+                                 "the same labels with the ties dropped: everything of the method "
+                                 "but the tie model; if it passes too, the margin explains the gain"),
+            control=dominance(rk_drop, drop),
+            arms=ClaimArms(method=rk, baselines=(drop,), control=rk_drop),
         ),
         Claim(
             id=f"{p}ties_limit_distribution_shift",
-            statement=f"[{tier}] Tie-aware objectives limit arbitrary distribution shift (lower KL to the reference)",
+            statement=(f"[{tier}] Tie-aware objectives limit arbitrary distribution shift: lower KL "
+                       "to the reference than forced-choice labels after the same optimisation budget"),
             paper_value="qualitative (abstract); Chen et al.: lower KL with ties",
-            metric="KL(pi || pi_ref) (lower is better)",
+            metric="KL(pi || pi_ref) after each step budget (lower is better)",
             scale=scale,
-            rule="KL of DPO-RK(small-silent) < KL of DPO(small-forced) in every seed, gap > 2 s.e.",
-            decide=_paired(f"{p}rk_small_silent", f"{p}dpo_small_forced", "kl", False),
-            control_description=drop_control,
-            control=_paired(drop, f"{p}dpo_small_forced", "kl", False),
-            arms=ClaimArms(method=f"{p}rk_small_silent", baselines=(f"{p}dpo_small_forced",),
-                           control=drop),
+            rule=("KL of DPO-RK(small-silent) < KL of DPO(small-forced) after every step budget "
+                  f"(regimes), every seed, gap > 2 s.e.{gate_text}"),
+            decide=kl_rule(rk, f"{p}dpo_small_forced"),
+            control_description=drop_control.replace("at the same KL budgets", "after the same step budgets"),
+            control=kl_rule(drop, f"{p}dpo_small_forced"),
+            arms=ClaimArms(method=rk, baselines=(f"{p}dpo_small_forced",), control=drop),
         ),
     )
+
+
+def _sweep_rule(silent_prefix: str):
+    """Per regime (small labeler's resolution x large labeler's noise): the arm trained on the
+    small-silent labels beats DPO on the large-forced labels at the middle KL budget (paired rule)."""
+    def decide(m, c) -> Decision:
+        key = _kl_key(c.kl_targets[len(c.kl_targets) // 2])
+        regimes = [(f"res {r:g} / noise {n:g}",
+                    paired_improvement(m[f"{silent_prefix}{i}"][key], m[f"sweep_dpo_large_n{j}"][key]))
+                   for i, r in enumerate(c.sweep_resolution) for j, n in enumerate(c.sweep_large_noise)]
+        return per_regime(regimes, require="all", label=f"{silent_prefix}* vs sweep_dpo_large_n*: ")
+    return _gated(decide, lambda c: c.kl_targets, GATE, GATE_DIAGNOSTIC)
+
+
+SWEEP_CLAIM = Claim(
+    id="silent_beats_forced_across_regimes",
+    statement=("[tabular] The headline claim in every regime of the labeler sweep: DPO-RK on a small "
+               "silent labeler's labels (resolution r) beats DPO on a large forced labeler's labels "
+               "(noise s), at matched KL, for every (r, s) swept"),
+    paper_value="qualitative (abstract); the regimes are ours (CLAIMS.md rule 3)",
+    metric="expected true reward at the middle KL budget (higher is better)",
+    scale=SCALE,
+    rule=("per regime (r, s): DPO-RK(small-silent, r) > DPO(large-forced, s) in every seed, mean "
+          "gap > 2 s.e.; reproduced iff it holds in all regimes. Gated by the oracle gate."),
+    decide=_sweep_rule("sweep_rk_r"),
+    control_description=("plain DPO with ties dropped on the same silent labels at each resolution "
+                         "(no tie model), same regimes and KL budget"),
+    control=_sweep_rule("sweep_drop_r"),
+    arms=ClaimArms(method="sweep_rk_r0", baselines=("sweep_dpo_large_n0",), control="sweep_drop_r0"),
+)
 
 
 CLAIMS = (
@@ -323,6 +545,7 @@ CLAIMS = (
         arms=ClaimArms(method="labels_small_forced", control="labels_low_noise_forced"),
     ),
     *_tier_claims("", SCALE, "tabular"),
+    SWEEP_CLAIM,
     *_tier_claims("lm_", SCALE_LM, "tiny LM"),
 )
 
@@ -335,15 +558,20 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
 
     outdir.mkdir(parents=True, exist_ok=True)
     paths = []
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for arm in ARMS:
-        kl = [o.metrics[arm]["kl"] for o in outputs]
-        rw = [o.metrics[arm]["reward"] for o in outputs]
-        ax.scatter(kl, rw, label=arm, s=18)
-    ax.set_xlabel("KL(pi || pi_ref)")
-    ax.set_ylabel("expected true reward")
-    ax.set_title("tie_alignment Tier A: reward vs KL (one dot per seed)")
-    ax.legend(fontsize=6, loc="best")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, (p, targets, arms) in zip(axes, (("", config.kl_targets, ARMS),
+                                             ("lm_", config.lm_kl_targets, LM_ARMS)), strict=True):
+        if p and not config.lm:
+            continue
+        for k, arm in enumerate(arms):
+            ys = np.array([[o.metrics[arm][_kl_key(t)] for t in targets] for o in outputs])
+            ax.errorbar(targets, ys.mean(0), yerr=ys.std(0), marker="o", ms=3, capsize=2,
+                        label=arm, lw=1, color=plt.cm.tab20(k % 20))
+        ax.set_xlabel("KL(pi || pi_ref) budget")
+        ax.set_ylabel("expected true reward (early-stopped at the budget)")
+        ax.set_title(f"tie_alignment {'Tier B (tiny LM)' if p else 'Tier A (tabular)'}: "
+                     "reward-vs-KL frontier", fontsize=9)
+        ax.legend(fontsize=6, loc="best")
     paths.append(save_figure(fig, outdir / "reward_vs_kl.png", dpi=120))
     grids = [o.extras["sweep_reward_gap"] for o in outputs if "sweep_reward_gap" in o.extras]
     if grids:
@@ -355,14 +583,13 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
         ax.set_yticks(range(len(config.sweep_resolution)), [str(x) for x in config.sweep_resolution])
         ax.set_xlabel("large forced labeler's noise")
         ax.set_ylabel("small silent labeler's resolution")
-        ax.set_title("reward(RK, small-silent) - reward(DPO, large-forced)", fontsize=9)
+        ax.set_title("reward at KL budget: RK(small-silent) - DPO(large-forced)", fontsize=9)
         fig.colorbar(im)
         paths.append(save_figure(fig, outdir / "sweep_reward_gap.png", dpi=120))
         res = config.sweep_resolution
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
-        for key, label in (("sweep_vs_drop_reward_gap", "reward: RK - drop-ties (claim 3)"),
-                           ("sweep_vs_drop_kl_gap", "KL: RK - drop-ties (claim 3)"),
-                           ("sweep_kl_gap_vs_small_forced", "KL: RK - DPO small-forced (claim 4)")):
+        for key, label in (("sweep_vs_drop_reward_gap", "reward at matched KL: RK - drop-ties"),
+                           ("sweep_kl_gap_vs_small_forced", "final KL: RK - DPO small-forced")):
             v = np.array([o.extras[key] for o in outputs])
             ax.errorbar(res, v.mean(0), yerr=v.std(0), marker="o", capsize=3, label=label)
         ax.axhline(0.0, color="grey", lw=0.8)

@@ -149,16 +149,29 @@ class TabularPolicyBench:
 
         Full-batch Adam starting from the reference policy (our choice: lr 0.05, 200 steps).
         """
+        return self.train_path(prompts, first, second, labels, config, steps=steps, lr=lr,
+                               seed=seed)[0]
+
+    def train_path(self, prompts: np.ndarray, first: np.ndarray, second: np.ndarray,
+                   labels: np.ndarray, config: PreferenceConfig, *, steps: int = 200,
+                   lr: float = 0.05, seed: int = 0) -> tuple[torch.Tensor, dict[str, np.ndarray]]:
+        """:meth:`train`, also returning the optimisation path: expected true reward and
+        KL(pi || pi_ref) after every step (``path["reward"][t]``, ``path["kl"][t]``, t = 0 is the
+        reference), so that objectives can be compared at matched KL (:func:`at_kl`)."""
         if not (len(prompts) == len(first) == len(second) == len(labels)):
             raise ValueError("prompts, first, second and labels must have the same length")
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
         keep, swap, tie = resolve_ties(labels, config.tie_handling, np.random.default_rng(seed))
         p = torch.as_tensor(np.asarray(prompts)[keep])
         chosen = torch.as_tensor(np.where(swap, second, first)[keep])
         rejected = torch.as_tensor(np.where(swap, first, second)[keep])
         is_tie = torch.as_tensor(tie[keep])
         theta = torch.as_tensor(self.ref_logits).clone().requires_grad_(True)
+        rewards = torch.as_tensor(self.rewards)
+        path_r, path_kl = [self.expected_reward(self.ref_logp)], [0.0]
         if len(p) == 0:
-            return torch.log_softmax(theta.detach(), dim=1)
+            steps = 0
         opt = torch.optim.Adam([theta], lr=lr)
         for _ in range(steps):
             logp = torch.log_softmax(theta, dim=1)
@@ -169,4 +182,39 @@ class TabularPolicyBench:
             opt.zero_grad()
             loss.backward()
             opt.step()
-        return torch.log_softmax(theta.detach(), dim=1)
+            with torch.no_grad():
+                lp = torch.log_softmax(theta, dim=1)
+                prob = lp.exp()
+                path_r.append(float((prob * rewards).sum(1).mean()))
+                path_kl.append(float((prob * (lp - self.ref_logp)).sum(1).mean()))
+        path = {"reward": np.array(path_r), "kl": np.array(path_kl)}
+        return torch.log_softmax(theta.detach(), dim=1), path
+
+
+def at_kl(kl: np.ndarray, values: np.ndarray, target: float) -> tuple[float, bool]:
+    """A metric of an optimisation path "early-stopped" at KL budget ``target``.
+
+    ``kl`` and ``values`` are the path's KL(pi || pi_ref) and the metric at each checkpoint (the
+    first is the reference, KL 0). The path stops at its first checkpoint whose KL reaches
+    ``target``; the metric is interpolated linearly in KL between that checkpoint and the one
+    before, i.e. read at KL = ``target`` exactly. A path that never reaches ``target`` keeps its
+    last checkpoint (it spent less KL than allowed). Returns ``(value, reached)``.
+    """
+    kl = np.asarray(kl, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if kl.ndim != 1 or kl.shape != values.shape or kl.size == 0:
+        raise ValueError(f"kl and values must be 1-D arrays of equal non-zero length, got "
+                         f"{kl.shape} and {values.shape}")
+    if not (np.isfinite(kl).all() and np.isfinite(values).all()):
+        raise ValueError("kl or values contain NaN or inf")
+    if not target > 0:
+        raise ValueError(f"target KL must be > 0, got {target}")
+    hit = np.flatnonzero(kl >= target)
+    if hit.size == 0:
+        return float(values[-1]), False
+    t = int(hit[0])
+    if t == 0:
+        return float(values[0]), True
+    k0, k1 = kl[t - 1], kl[t]
+    w = (target - k0) / (k1 - k0) if k1 > k0 else 1.0
+    return float(values[t - 1] + w * (values[t] - values[t - 1])), True
