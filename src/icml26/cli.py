@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="gather the latest results into REPORT.md and report.html",
                             description="Write DIR/REPORT.md and DIR/report.html from the latest results.")
     report.add_argument("--results", default="results", help="results folder (default: results/)")
+    report.add_argument("--merge", action="append", default=[], metavar="DIR",
+                        help="also gather results from DIR (repeatable): results made on several "
+                             "machines merge, the newest run of each paper wins")
     report.add_argument("--profile", default=None, choices=PROFILES, help="only this profile")
     report.add_argument("--readme", action="store_true",
                         help="also merge the latest results (of --profile, default quick) into "
@@ -310,7 +313,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not Path(args.results).is_dir():
         raise FileNotFoundError(f"no results folder {args.results!r}; run `icml26 reproduce` first")
-    md, html_path = write_report(args.results, args.profile)
+    for extra in args.merge:
+        if not Path(extra).is_dir():
+            raise FileNotFoundError(f"no results folder {extra!r} to merge")
+    md, html_path = write_report(args.results, args.profile, merge=args.merge)
     print(f"report: {md} and {html_path}")
     if args.readme:
         from .harness.readme import update_from_results

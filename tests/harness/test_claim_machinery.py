@@ -371,3 +371,45 @@ def test_paired_claim_builds_rule_text_arms_and_control_from_one_declaration():
     assert entry["verdict"] == REPRODUCED
     assert entry["negative_control"]["verdict"] != REPRODUCED
     assert entry["negative_control"]["metrics_read"] == ["err"]
+
+
+# ---------------------------------------------------------------- scale-out: device, merge
+
+
+def test_default_torch_device_is_threaded_and_restored(tmp_path, monkeypatch):
+    import torch
+
+    import tests.harness.fake_paper as mod
+    from icml26.harness.seeding import default_torch_device
+
+    with default_torch_device("meta"):
+        assert torch.zeros(1).device.type == "meta"
+    assert torch.zeros(1).device.type == "cpu"
+    seen, original = [], mod.run
+
+    def run(config, seed):
+        seen.append((config.device, torch.zeros(1).device.type))
+        return original(config, seed)
+
+    monkeypatch.setattr(mod, "run", run)
+    run_paper(FAKE, "smoke", out=tmp_path, overrides=["device=auto"])
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert seen[0] == ("auto", expected)
+    with pytest.raises(ConfigError, match="device"):
+        run_paper(FAKE, "smoke", out=tmp_path, overrides=["device=tpu"])
+
+
+def test_report_merges_results_from_several_folders(tmp_path):
+    register(PaperInfo(95, "zz_other_machine", "Other", "other", None, None, module="tests.harness"))
+    try:
+        run_paper(FAKE, "smoke", out=tmp_path / "machine_a")
+        run_paper("zz_other_machine", "smoke", out=tmp_path / "machine_b")
+        assert cli.main(["report", "--results", str(tmp_path / "machine_a"), "--merge",
+                         str(tmp_path / "machine_b")]) == 0
+        html = (tmp_path / "machine_a" / "report.html").read_text()
+        assert 'id="paper-zz_fake"' in html and 'id="paper-zz_other_machine"' in html
+        assert "../machine_b/zz_other_machine/smoke/latest.json" in html
+        assert cli.main(["report", "--results", str(tmp_path / "machine_a"), "--merge",
+                         str(tmp_path / "nowhere")]) == 2
+    finally:
+        PAPERS.pop("zz_other_machine", None)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +108,19 @@ def result_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def collect_latest(results_dir: Path, profile: str | None = None,
+def _rel(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` (``..`` allowed: results merged from other folders)."""
+    return os.path.relpath(path, base)
+
+
+def collect_latest(results_dir: Path | Sequence[Path], profile: str | None = None,
                    name: str = "latest.json") -> dict[str, tuple[Path, dict]]:
     """For each paper, the most recent valid ``name`` (``latest.json``: the last completed run;
-    ``latest-error.json``: the last run that raised) of ``profile`` if given."""
+    ``latest-error.json``: the last run that raised) of ``profile`` if given, over one results
+    folder or several (results gathered on several machines merge: the newest run wins)."""
+    dirs = [results_dir] if isinstance(results_dir, str | Path) else list(results_dir)
     found: dict[str, tuple[Path, dict]] = {}
-    for path in sorted(Path(results_dir).glob(f"*/*/{name}")):
+    for path in sorted(p for d in dirs for p in Path(d).glob(f"*/*/{name}")):
         if profile and path.parent.name != profile:
             continue
         try:
@@ -127,11 +135,13 @@ def collect_latest(results_dir: Path, profile: str | None = None,
     return found
 
 
-def write_report(results_dir: str | Path = "results", profile: str | None = None) -> tuple[Path, Path]:
+def write_report(results_dir: str | Path = "results", profile: str | None = None,
+                 merge: Sequence[str | Path] = ()) -> tuple[Path, Path]:
     """Gather the latest results into ``REPORT.md`` and ``report.html`` in ``results_dir``."""
     results_dir = Path(results_dir)
-    latest = collect_latest(results_dir, profile)
-    errors = collect_latest(results_dir, profile, "latest-error.json")
+    dirs = [results_dir, *map(Path, merge)]
+    latest = collect_latest(dirs, profile)
+    errors = collect_latest(dirs, profile, "latest-error.json")
     md = ["# icml26 reproduction report", "",
           "Every number below was measured by `icml26` at laptop scale (2 CPU cores); the "
           "paper's figure is quoted for reference only. A negative control marked POWERLESS "
@@ -153,10 +163,10 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
             continue
         path, res = latest[info.slug]
-        rel = path.parent.relative_to(results_dir)
+        rel = _rel(path.parent, results_dir)
         runtime = f"{res['runtime_s']:.0f} s"
         if newer_error:
-            erel = err[0].relative_to(results_dir)
+            erel = _rel(err[0], results_dir)
             cells = [info.number, info.slug, "—", "—", f"a newer run raised: `{erel}`",
                      "⚠️ error (last completed run below)", "—", "—", "—", err[1]["profile"], "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
@@ -169,7 +179,7 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
         section = [f"## {info.number}. {info.slug} — {info.title}", "",
                    f"result: `{rel}/latest.json` · status **{res['status']}** · seeds {res['seeds']}", ""]
         if newer_error:
-            section += [f"A newer run raised (`{err[0].relative_to(results_dir)}`); the table shows "
+            section += [f"A newer run raised (`{_rel(err[0], results_dir)}`); the table shows "
                         "the last completed run.", ""]
         for c in res["claims"]:
             section += regimes_markdown(c)
@@ -218,7 +228,7 @@ def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
 
 def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: Path,
                    newer_error: Path | None) -> str:
-    rel = path.parent.relative_to(results_dir)
+    rel = _rel(path.parent, results_dir)
     head = ("<th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th><th>rule</th>"
             "<th>negative control</th><th>tuning</th><th>scale</th>")
     rows = []
@@ -247,7 +257,7 @@ def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: P
                    f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
     err = ""
     if newer_error is not None:
-        erel = newer_error.relative_to(results_dir)
+        erel = _rel(newer_error, results_dir)
         err = (f'<p class="error">A newer run raised: <a href="{html.escape(str(erel))}">'
                f"{html.escape(str(erel))}</a>. The table shows the last completed run.</p>")
     return (f'<section class="paper" id="paper-{info.slug}"><h2>{info.number}. {html.escape(info.slug)}'

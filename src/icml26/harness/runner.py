@@ -52,7 +52,7 @@ from .result import (
     platform_info,
     validate_result,
 )
-from .seeding import limit_torch_threads, seed_everything
+from .seeding import default_torch_device, limit_torch_threads, seed_everything
 from .tuning import Tuned, gather_tuning
 
 
@@ -129,7 +129,7 @@ def aggregate(outputs: Sequence[SeedOutput]) -> dict[str, dict[str, list[float]]
 def run_seed(experiment: Any, config: ExperimentConfig, seed: int) -> SeedOutput:
     """One seed of one paper, seeded and with torch's threads limited: the unit of every executor."""
     seed_everything(seed)
-    with limit_torch_threads(config.torch_threads):
+    with limit_torch_threads(config.torch_threads), default_torch_device(config.torch_device):
         return _normalise(experiment.run(config, seed), seed)
 
 

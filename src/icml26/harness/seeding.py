@@ -53,3 +53,24 @@ def limit_torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextlib.contextmanager
+def default_torch_device(device: str) -> Iterator[None]:
+    """Run a block with ``torch.set_default_device(device)`` (restored after); ``cpu`` is a no-op.
+
+    This is how ``--device cuda`` reaches every training loop without changing its code: tensors
+    and modules created inside the block without an explicit device land on ``device``. Numbers
+    change on a GPU (other kernels), the code does not.
+    """
+    if device == "cpu":
+        yield
+        return
+    import torch
+
+    previous = torch.get_default_device()
+    torch.set_default_device(device)
+    try:
+        yield
+    finally:
+        torch.set_default_device(previous)
