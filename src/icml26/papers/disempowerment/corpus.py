@@ -100,8 +100,8 @@ def expected_rates(spec: WorldSpec) -> dict:
     lp = level_probs()
     any_rate = _overall_any()
     tf = trend_factors(spec.trend)
-    vmult = (1 - VULN_RATE) + VULN_RATE * VULN_MULT
-    # relevance probability is rate * trend * vuln / vmult (capped well below 1), so the mean is rate
+    # relevance probability is rate * trend * vuln / E[vuln multiplier] (< 0.5 for every cell),
+    # so its mean over quarters and vulnerability is the domain's rate
     sev = {a: float(any_rate * AXIS_SHARE[k] * lp[k, 3]) for k, a in enumerate(AXES)}
     mild = {a: float(any_rate * AXIS_SHARE[k] * lp[k, 1]) for k, a in enumerate(AXES)}
     dom = {d: banks.ANY_RATE[d] for d in banks.DOMAINS}

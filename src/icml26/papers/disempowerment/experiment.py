@@ -80,7 +80,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def smoke(cls) -> Config:
-        return cls(seeds=(0, 1), n_conversations=3000, n_train=500, n_heldout=200, n_canaries=8,
+        return cls(seeds=(0, 1), n_conversations=2500, n_train=400, n_heldout=200, n_canaries=8,
                    k_min=4)
 
     @classmethod
@@ -117,9 +117,8 @@ def _stat_metrics(rep: dict, expected: dict) -> dict[str, float]:
     dom = {d: v["any_potential"]["rate"] for d, v in rep["by_domain"].items()}
     m["domain_rank"] = float(dom.get("relationships", 0) > dom.get("healthcare", 0)
                              > dom.get("software", 0))
-    for k, d in enumerate(("relationships", "healthcare", "software")):
+    for d in ("relationships", "healthcare", "software"):
         m[f"any_rate_{d}"] = dom.get(d, 0.0)
-    per = {p["n"]: None for p in []}  # noqa: F841 (keeps the loop below readable)
     periods = rep["trend"]["periods"]
     for t, q in enumerate(QUARTERS):
         pr = rep["trend"]["per_period_any"][periods.index(q)] if q in periods else {"count": 0, "n": 0}
@@ -169,7 +168,7 @@ def _run(config: Config, seed: int, work: Path) -> SeedOutput:
     extras: dict = {"expected": truth.expected}
 
     def pipe(name, clf, path, privacy, exp):
-        out = work / name
+        out = work / name  # exp: the planted expectations (kept for symmetry of the calls)
         rep = analyze(path, out_dir=out, classifier=clf, privacy=privacy, seed=seed)
         return rep, out
 

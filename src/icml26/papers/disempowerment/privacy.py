@@ -53,13 +53,15 @@ class PrivacyConfig:
         from CanaryBench (Clio withholds its own value)
     min_auditor_score : int in 1..5 -- publish a cluster only if the auditor scores its summary at
         least this (1 = no auditor); Clio's scale, threshold 4 our choice
-    n_quotes : int -- illustrative quotes per cluster summary (extractive, from member facets)
+    n_quotes : int -- verbatim (scrubbed) first user messages quoted per cluster summary; 0 by
+        default (Clio paraphrases its quotes; a local pipeline cannot, so it quotes nothing unless
+        asked; the reproduction stress-tests the other layers with 5)
     """
 
     scrub_pii: bool = True
     k_min: int = 25
     min_auditor_score: int = 4
-    n_quotes: int = 2
+    n_quotes: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.k_min, int) or self.k_min < 1:
