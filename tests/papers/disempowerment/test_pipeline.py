@@ -58,6 +58,13 @@ def test_parse_variants():
     assert c.approval is False and c.period == "2024Q4" and c.user_id is None
     with pytest.raises(MalformedLine, match="timestamp"):
         parse_conversation({"messages": [{"role": "user", "content": "a"}], "timestamp": "soon"})
+    # reasons never quote the line's content (they go into the report)
+    for bad in ({"messages": [{"role": "user", "content": "a"}], "approval": "my secret"},
+                {"messages": [{"role": "my secret", "content": "a"}]},
+                {"messages": [{"role": "user", "content": "a"}], "timestamp": "my secret"}):
+        with pytest.raises(MalformedLine) as err:
+            parse_conversation(bad, line=3)
+        assert "secret" not in str(err.value) and err.value.line == 3
 
 
 def test_deterministic_report(tmp_path, corpus, small_clf):

@@ -9,7 +9,8 @@ Accepted line format (the common chat format)::
 Only ``messages`` is required (``turns`` / ``conversation`` are accepted aliases, and ``text`` for
 ``content``). ``approval`` may be 1/0/-1, true/false, "up"/"down" or null; ``timestamp`` an ISO
 date(time) or a Unix time. A line that does not parse, or parses to something that is not a
-conversation, is reported with its line number and reason and skipped; the rest is processed.
+conversation, is reported with its line number and reason (reasons never quote the line's content) and
+skipped; the rest is processed.
 The reader works on byte offsets so that a run can resume where it stopped.
 """
 
@@ -67,7 +68,8 @@ def _approval(v):
     if isinstance(v, str) and v.lower() in ("up", "thumbs_up", "positive", "down", "thumbs_down",
                                             "negative"):
         return v.lower() in ("up", "thumbs_up", "positive")
-    raise ValueError(f"approval must be 1/0/-1, a bool, 'up'/'down' or null, got {v!r}")
+    raise ValueError(f"approval must be 1/0/-1, a bool, 'up'/'down' or null, got a "
+                     f"{type(v).__name__} of another value")
 
 
 def _timestamp(v):
@@ -81,7 +83,8 @@ def _timestamp(v):
             return _dt.datetime.fromisoformat(s)
         except ValueError:
             pass
-    raise ValueError(f"timestamp must be an ISO date(time) or a Unix time, got {v!r}")
+    raise ValueError(f"timestamp must be an ISO date(time) or a Unix time, got a {type(v).__name__} "
+                     "that is neither")
 
 
 def parse_conversation(obj, *, line: int = 0, fallback_id: str | None = None) -> Conversation:
@@ -98,7 +101,7 @@ def parse_conversation(obj, *, line: int = 0, fallback_id: str | None = None) ->
         role = m.get("role")
         text = m.get("content", m.get("text"))
         if role not in ROLES:
-            raise MalformedLine(line, f"message {i} has role {role!r}, not one of {ROLES}")
+            raise MalformedLine(line, f"message {i} has a role that is not one of {ROLES}")
         if not isinstance(text, str):
             raise MalformedLine(line, f"message {i} has no string 'content'")
         turns.append((role, text))

@@ -311,6 +311,8 @@ def analyze(source: str | os.PathLike | Iterable, *, out_dir: str | os.PathLike,
     if not isinstance(clf, SchemaClassifier):
         raise TypeError("classifier must implement screen(convs) and classify(convs)")
     ckpt = out / CHECKPOINT
+    # a checkpoint is reused only by a run with the same classifier and facet settings
+    settings = {"classifier": clf.name, "scrub_pii": privacy.scrub_pii, "max_facets": max_facets}
     is_file = isinstance(source, str | os.PathLike)
     state = _new_state()
     meta_src: dict = {"kind": "iterable"}
@@ -324,7 +326,7 @@ def analyze(source: str | os.PathLike | Iterable, *, out_dir: str | os.PathLike,
         meta_src = {"kind": "jsonl", "bytes": fp["size"]}
         if resume and ckpt.exists():
             saved = json.loads(ckpt.read_text())
-            if saved.get("fingerprint") == fp and saved.get("classifier") == clf.name:
+            if saved.get("fingerprint") == fp and saved.get("settings") == settings:
                 state = saved["state"]
                 heapq.heapify(state["facets"])
         stream = iter_jsonl(path, start_offset=state["offset"], start_line=state["line"])
@@ -334,7 +336,7 @@ def analyze(source: str | os.PathLike | Iterable, *, out_dir: str | os.PathLike,
     def save_checkpoint() -> None:
         if is_file:
             tmp = ckpt.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"fingerprint": fp, "classifier": clf.name, "state": state}))
+            tmp.write_text(json.dumps({"fingerprint": fp, "settings": settings, "state": state}))
             os.replace(tmp, ckpt)
 
     t0, lines_this_run, since_ckpt = time.perf_counter(), 0, 0
