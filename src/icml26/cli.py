@@ -95,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("slugs", nargs="*", help="paper slugs (default: all implemented)")
     add_run_flags(rep, "quick")
 
+    tool = sub.add_parser("disempowerment", help="analyse your own conversation logs (JSONL) for "
+                          "disempowerment potential; `icml26 disempowerment analyze --help`",
+                          description="The disempowerment pipeline on a user's JSONL logs "
+                                      "(analyze FILE --out DIR [--llm URL]) or a synthetic corpus "
+                                      "(generate FILE --n N).", add_help=False)
+    tool.add_argument("args", nargs=argparse.REMAINDER)
+
     report = sub.add_parser("report", help="gather the latest results into REPORT.md and report.html",
                             description="Write DIR/REPORT.md and DIR/report.html from the latest results.")
     report.add_argument("--results", default="results", help="results folder (default: results/)")
@@ -328,8 +335,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_disempowerment(args: argparse.Namespace) -> int:
+    from .papers.disempowerment.__main__ import main as tool_main
+
+    return tool_main(args.args or ["--help"])
+
+
 COMMANDS = {"list": cmd_list, "info": cmd_info, "run": cmd_run, "reproduce": cmd_reproduce,
-            "report": cmd_report}
+            "report": cmd_report, "disempowerment": cmd_disempowerment}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
