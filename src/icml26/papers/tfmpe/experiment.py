@@ -61,11 +61,11 @@ class Config(ExperimentConfig):
     test_sites: int = 5  # M of the test observations (inside the range)
     extrap_sites: int = 8  # M beyond the training range (calibration claim)
     budgets: tuple[int, ...] = (150, 600)  # single-site simulator calls per arm
-    syn_factor: int = 5  # synthetic sets = syn_factor * B (brief guesses 10)
+    syn_factor: int = 4  # synthetic sets = syn_factor * B (brief guesses 10)
     latent_dim: int = 32
     n_layers: int = 1
     n_heads: int = 2
-    train_steps: int = 200
+    train_steps: int = 150
     batch_size: int = 64
     tfmpe_lr_grid: tuple[float, ...] = (1e-3, 3e-3)  # core train_flow default first
     sbi_lr_grid: tuple[float, ...] = (5e-4, 1e-3)  # sbi's default first
@@ -291,7 +291,7 @@ def _single_site(metrics, arm: str, config: Config):
 
 
 SCALE = ("laptop-scale: hierarchical Gaussian linear (D=2, tau=1, sigma=0.5), M_test=5, "
-         "TFMPE latent 32 / 1 layer, 200 Adam steps, budgets 150 and 600 single-site calls")
+         "TFMPE latent 32 / 1 layer, 150 Adam steps, budgets 150 and 600 single-site calls")
 
 CLAIMS = (
     Claim(
