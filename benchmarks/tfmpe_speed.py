@@ -46,8 +46,8 @@ def main(n_sims: int = 2000, epochs: int = 3, draws: int = 10_000, steps: int = 
     t0 = time.perf_counter()
     flat.fit(flatten(th, ["g", "l"]), flatten(x, ["y"]), steps=epochs * steps_per_epoch,
              batch_size=bs, val_frac=0.1)
-    sbi_epoch = (time.perf_counter() - t0) / max(1, flat.steps_run / max(1, int(0.9 * n_sims) // bs))
-    n_sbi = sum(p.numel() for p in flat.posterior.posterior_estimator.parameters())
+    sbi_epoch = (time.perf_counter() - t0) / max(1, flat.epochs_run)
+    n_sbi = sum(p.numel() for p in flat.estimator.parameters())
 
     y_o = x["y"][:1]
     est.sample(100, {"y": y_o[0]}, steps=steps)

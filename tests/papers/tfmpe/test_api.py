@@ -257,3 +257,25 @@ def test_expected_coverage_error_separates_calibrated_from_overconfident():
     assert expected_coverage_error(narrow, truth) > 0.2
     with pytest.raises(ValueError):
         expected_coverage_error(good[:, :, 0], truth)
+
+
+def test_functional_inputs_reach_the_network_and_the_estimator():
+    """Function-valued observations: each y element carries its observation time."""
+    torch.manual_seed(2)
+    g = torch.Generator().manual_seed(0)
+    n, m, k = 64, 2, 4
+    times = torch.rand(n, m, k, generator=g) * 5
+    theta = {"g": torch.randn(n, 1, generator=g), "l": torch.randn(n, m, 1, generator=g)}
+    y = theta["l"] * torch.sin(times) + 0.1 * torch.randn(n, m, k, generator=g)
+    tok, dec = tokenize({"y": y, **theta}, ["y"], local=("y", "l"), func_inputs={"y": times})
+    assert tok.func is not None and tok.func_present[:, :tok.n_cond].all()
+    assert not tok.func_present[:, tok.n_cond:].any()
+    net = TokenTransformerVelocity(3, **TINY).eval()
+    t = torch.full((n,), 0.5)
+    v1 = net(tok.targets, t, tok)
+    tok2, _ = tokenize({"y": y, **theta}, ["y"], local=("y", "l"), func_inputs={"y": times + 1.0})
+    assert (net(tok2.targets, t, tok2) - v1).abs().max() > 1e-4
+    est = TFMPE(local=("l", "y"), model_kwargs=TINY)
+    est.append_simulations(theta, {"y": y}, func_inputs={"y": times}).train(steps=3, batch_size=16)
+    s = est.sample(7, {"y": y[0]}, func_inputs={"y": times[0]}, steps=2)
+    assert s["l"].shape == (7, m, 1) and torch.isfinite(s["l"]).all()

@@ -79,10 +79,10 @@ class FlatSBI:
             builder = posterior_nn("maf", hidden_features=self.hidden, num_transforms=self.layers)
             inf = NPE(self.prior, density_estimator=builder, show_progress_bars=False)
         inf.append_simulations(theta.float(), x.float())
-        inf.train(training_batch_size=bs, learning_rate=lr, max_num_epochs=epochs,
-                  validation_fraction=val_frac)
-        self.epochs_run = int(inf.summary.get("epochs_trained", [epochs])[-1]) \
-            if hasattr(inf, "summary") else epochs
+        self.estimator = inf.train(training_batch_size=bs, learning_rate=lr,
+                                   max_num_epochs=epochs, validation_fraction=val_frac)
+        trained = getattr(inf, "summary", {}).get("epochs_trained", [epochs])
+        self.epochs_run = int(trained[-1]) if len(trained) else epochs
         self.posterior = inf.build_posterior()
         return self
 
