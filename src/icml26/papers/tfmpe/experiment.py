@@ -23,7 +23,6 @@ the chosen rate is then used at every budget. The test observations are scored a
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from dataclasses import dataclass
@@ -109,7 +108,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(seeds=(0, 1, 2))
+        return cls(seeds=(0, 1, 2), include_npe=True)
 
     @classmethod
     def full(cls) -> Config:
@@ -391,4 +390,4 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     return paths
 
 
-__all__ = ["CLAIMS", "Config", "plot", "run", "dataclasses"]
+__all__ = ["CLAIMS", "Config", "plot", "run"]
