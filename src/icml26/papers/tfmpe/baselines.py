@@ -26,6 +26,28 @@ def require_sbi():
     return FMPE, NPE
 
 
+class _NullTracker:
+    """sbi's ``Tracker`` protocol, doing nothing: sbi's default tracker writes TensorBoard
+    event files into ``./sbi-logs`` of the working directory on every training run."""
+
+    log_dir = None
+
+    def log_metric(self, name, value, step=None) -> None:
+        pass
+
+    def log_metrics(self, metrics, step=None) -> None:
+        pass
+
+    def log_params(self, params) -> None:
+        pass
+
+    def add_figure(self, name, figure, step=None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
 def flatten(d: Mapping[str, Tensor], names: Sequence[str]) -> Tensor:
     """Concatenate ``d[name].reshape(B, -1)`` in ``names`` order: shape (B, D)."""
     missing = [n for n in names if n not in d]
@@ -74,10 +96,12 @@ class FlatSBI:
         if self.method == "fmpe":
             builder = posterior_flow_nn(model="mlp", hidden_features=self.hidden,
                                         num_layers=self.layers)
-            inf = FMPE(self.prior, vf_estimator=builder, show_progress_bars=False)
+            inf = FMPE(self.prior, vf_estimator=builder, show_progress_bars=False,
+                       tracker=_NullTracker())
         else:
             builder = posterior_nn("maf", hidden_features=self.hidden, num_transforms=self.layers)
-            inf = NPE(self.prior, density_estimator=builder, show_progress_bars=False)
+            inf = NPE(self.prior, density_estimator=builder, show_progress_bars=False,
+                      tracker=_NullTracker())
         inf.append_simulations(theta.float(), x.float())
         self.estimator = inf.train(training_batch_size=bs, learning_rate=lr,
                                    max_num_epochs=epochs, validation_fraction=val_frac)
