@@ -98,7 +98,7 @@ _PAPERS: tuple[PaperInfo, ...] = (
               "icml26.papers.verbalized_bp.solve_persuasion_lp, icml26.papers.verbalized_bp.find_equilibrium"),
     PaperInfo(14, "tfmpe", "Tokenised Flow Matching for Hierarchical Simulation Based Inference",
               "TFMPE: tokenised flow matching for hierarchical SBI", "2604.20723",
-              "https://github.com/mrc-ide/tfmpe"),
+              "https://github.com/mrc-ide/tfmpe", "icml26.papers.tfmpe.TFMPE"),
     PaperInfo(15, "latmix", "LATMiX: Learnable Affine Transformations for Microscaling Quantization of LLMs",
               "LATMiX: learnable affine transforms for MX quantization", "2602.17681", None),
     PaperInfo(16, "unanimous_lottery", "Learning Unanimously Acceptable Lotteries via Queries",

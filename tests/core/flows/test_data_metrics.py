@@ -199,3 +199,11 @@ def test_digits_features():
     same = classifier_fid(d["val"], d["test"], f.features)
     noise = classifier_fid(torch.rand(300, 64) * 2 - 1, d["test"], f.features)
     assert same < noise
+
+
+def test_c2st_quadratic_detects_a_variance_change_that_logistic_cannot():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(400, 2)), 2.0 * rng.normal(size=(400, 2))
+    assert c2st(a, b, classifier="quadratic") > 0.7
+    assert abs(c2st(a, b, classifier="logistic") - 0.5) < 0.1
+    assert abs(c2st(a, rng.normal(size=(400, 2)), classifier="quadratic") - 0.5) < 0.1

@@ -1,0 +1,81 @@
+"""TFMPE training and sampling speed vs sbi's FMPE on the hierarchical Gaussian task (one core).
+
+Same data (M = 5 sites, D = 2: 12 parameters, 10 observations), similar network sizes (printed
+as parameter counts). Training: seconds per epoch of ``n_sims`` simulations at batch 200 (TFMPE:
+``n_sims / 200`` steps of the library's ``train``; sbi: ``max_num_epochs`` epochs of
+``FMPE.train``, whose epoch also scores a validation split). Sampling: posterior draws per second
+for one observation (TFMPE: midpoint, ``steps`` steps; sbi: its default ODE sampler).
+Targets from the issue: TFMPE epoch time <= 1.5x sbi's, >= 10k draws/s.
+
+Prints JSON; ``--out FILE`` also writes it. Run: python benchmarks/tfmpe_speed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import torch
+
+
+def main(n_sims: int = 2000, epochs: int = 3, draws: int = 10_000, steps: int = 8,
+         latent: int = 32) -> dict:
+    from icml26.papers.tfmpe import TFMPE, FlatSBI, HierarchicalGaussianLinear, flatten
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    sim = HierarchicalGaussianLinear()
+    m = 5
+    gen = torch.Generator().manual_seed(0)
+    th = sim.prior(n_sims, m, gen)
+    x = sim.simulate(th, gen)
+    bs = 200
+    kw = dict(latent_dim=latent, n_layers=1, n_heads=2, n_ff=2, label_dim=8, pos_dim=4,
+              func_dim=4, dropout=0.0)
+    est = TFMPE(sim.prior, local=("l", "y"), model_kwargs=kw)
+    est.append_simulations(th, x)
+    steps_per_epoch = n_sims // bs
+    t0 = time.perf_counter()
+    est.train(steps=epochs * steps_per_epoch, batch_size=bs)
+    tf_epoch = (time.perf_counter() - t0) / epochs
+    n_tf = sum(p.numel() for p in est.model.parameters())
+
+    flat = FlatSBI("fmpe", sim.flat_prior(m), hidden=64, layers=3)
+    t0 = time.perf_counter()
+    flat.fit(flatten(th, ["g", "l"]), flatten(x, ["y"]), steps=epochs * steps_per_epoch,
+             batch_size=bs, val_frac=0.1)
+    sbi_epoch = (time.perf_counter() - t0) / max(1, flat.epochs_run)
+    n_sbi = sum(p.numel() for p in flat.estimator.parameters())
+
+    y_o = x["y"][:1]
+    est.sample(100, {"y": y_o[0]}, steps=steps)
+    t0 = time.perf_counter()
+    est.sample(draws, {"y": y_o[0]}, steps=steps)
+    tf_rate = draws / (time.perf_counter() - t0)
+    flat.sample_batched(100, y_o.reshape(1, -1))
+    t0 = time.perf_counter()
+    flat.sample_batched(draws, y_o.reshape(1, -1))
+    sbi_rate = draws / (time.perf_counter() - t0)
+    out = {"task": "hier_gaussian_linear M=5 D=2", "n_sims": n_sims, "batch_size": bs,
+           "tfmpe": {"params": n_tf, "epoch_s": tf_epoch, "draws_per_s": tf_rate,
+                     "sampler": f"midpoint x {steps}"},
+           "sbi_fmpe": {"params": n_sbi, "epoch_s": sbi_epoch, "draws_per_s": sbi_rate},
+           "epoch_time_ratio": tf_epoch / sbi_epoch,
+           "targets": {"epoch_time_ratio<=1.5": tf_epoch / sbi_epoch <= 1.5,
+                       "draws_per_s>=10k": tf_rate >= 10_000}}
+    return out
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--n-sims", type=int, default=2000)
+    args = ap.parse_args()
+    res = main(n_sims=args.n_sims)
+    text = json.dumps(res, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")

@@ -1,0 +1,393 @@
+"""Reproduction of TFMPE (arXiv:2604.20723) at laptop scale, on the hierarchical Gaussian
+linear task (exact posterior; brief's T1: D = 2, tau = 1, sigma = 0.5).
+
+Arms, all at the same simulator budget ``B`` (counted single-site simulations), same seeds and
+the same test observations (``M = test_sites`` sites, drawn from the prior predictive):
+
+* ``tfmpe_lf``: likelihood-factorised TFMPE (:func:`lf_train`): B single-site calls, a TFMPE
+  surrogate of ``p(y | g, l)``, ``syn_factor * B`` synthetic sets with ``M ~ U{1..max_sites}``;
+* ``tfmpe_multi``: the same TFMPE trained on real multi-site sets (``M ~ U{1..max_sites}``)
+  until B site simulations are spent;
+* ``sbi_fmpe``: sbi's FMPE on flattened ``(g, l_{1:M}) | y_{1:M}`` at the test's fixed
+  ``M = test_sites`` (``B / M`` sets; the favourable setting for a flat estimator);
+* ``lf_shuffled``: LF with the surrogate trained on ``y`` shuffled across tuples (the LF pipeline
+  without a learned likelihood);
+* ``sbi_npe`` (only when ``include_npe``): sbi's NPE (MAF) like ``sbi_fmpe``;
+* ``prior`` and ``exact``: prior draws and exact posterior draws, for the calibration claim.
+
+Equal effort: ``tfmpe_lf``, ``tfmpe_multi`` and ``sbi_fmpe`` each get a 2-point learning-rate
+grid (the library default first) chosen at ``budgets[0]`` by the C2ST on ``n_val`` validation
+observations (exact reference posterior), with the same budget (simulator calls, gradient steps);
+the chosen rate is then used at every budget. The test observations are scored afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from icml26.harness import (
+    Claim,
+    ClaimArms,
+    ExperimentConfig,
+    SeedOutput,
+    all_of,
+    paired_improvement,
+    per_regime,
+    threshold_rule,
+)
+from icml26.harness.tuning import TuningSpec, tune_arms
+
+from .baselines import FlatSBI, flatten
+from .diagnostics import LEVELS, c2st_accuracy, coverage_curve, expected_coverage_error
+from .estimator import TFMPE
+from .hierarchical import HierarchicalGaussianLinear, lf_train, simulate_multisite
+
+
+@dataclass(frozen=True)
+class Config(ExperimentConfig):
+    """Settings. Task constants from the brief (T1); sizes are laptop-scale choices."""
+
+    dim: int = 2
+    tau: float = 1.0
+    sigma: float = 0.5
+    max_sites: int = 5  # training range of M for TFMPE arms: U{1..max_sites}
+    test_sites: int = 5  # M of the test observations (inside the range)
+    extrap_sites: int = 8  # M beyond the training range (calibration claim)
+    budgets: tuple[int, ...] = (150, 600)  # single-site simulator calls per arm
+    syn_factor: int = 4  # synthetic sets = syn_factor * B (brief guesses 10)
+    latent_dim: int = 32
+    n_layers: int = 1
+    n_heads: int = 2
+    train_steps: int = 150
+    batch_size: int = 64
+    tfmpe_lr_grid: tuple[float, ...] = (1e-3, 3e-3)  # core train_flow default first
+    sbi_lr_grid: tuple[float, ...] = (5e-4, 1e-3)  # sbi's default first
+    sbi_hidden: int = 64
+    sbi_layers: int = 3
+    sample_steps: int = 8  # midpoint steps of the TFMPE ODE sampler
+    n_val: int = 2
+    n_test: int = 4
+    n_post: int = 300  # posterior draws per test observation (and reference draws)
+    n_sbc: int = 60
+    sbc_post: int = 50
+    include_npe: bool = False
+
+    BOUNDS = {"dim": (1, 8), "tau": (1e-3, None), "sigma": (1e-3, None), "max_sites": (1, 50),
+              "test_sites": (1, 50), "extrap_sites": (1, 100), "budgets": (20, None),
+              "syn_factor": (1, 100), "latent_dim": (4, 512), "n_layers": (1, 8),
+              "n_heads": (1, 16), "train_steps": (1, None), "batch_size": (2, None),
+              "tfmpe_lr_grid": (1e-6, 1.0), "sbi_lr_grid": (1e-6, 1.0), "sbi_hidden": (4, None),
+              "sbi_layers": (1, 10), "sample_steps": (1, 1000), "n_val": (1, None),
+              "n_test": (1, None), "n_post": (20, None), "n_sbc": (10, None),
+              "sbc_post": (10, None)}
+
+    def extra_checks(self) -> None:
+        if self.test_sites > self.max_sites:
+            self.out_of_range("test_sites", f"<= max_sites={self.max_sites}")
+        if self.extrap_sites <= self.max_sites:
+            self.out_of_range("extrap_sites", f"> max_sites={self.max_sites}")
+        if len(self.tfmpe_lr_grid) != len(self.sbi_lr_grid):
+            self.out_of_range("sbi_lr_grid", "as many points as tfmpe_lr_grid (equal effort)")
+        if any(b < self.test_sites * 10 for b in self.budgets):
+            self.out_of_range("budgets", f">= 10 * test_sites = {10 * self.test_sites}")
+        if self.latent_dim % self.n_heads:
+            self.out_of_range("n_heads", "a divisor of latent_dim")
+
+    @classmethod
+    def smoke(cls) -> Config:
+        return cls(seeds=(0,), budgets=(60,), syn_factor=2, latent_dim=16, train_steps=10,
+                   batch_size=32, tfmpe_lr_grid=(1e-3,), sbi_lr_grid=(5e-4,), sbi_hidden=16,
+                   sbi_layers=2, sample_steps=2, n_val=1, n_test=2, n_post=60, n_sbc=10,
+                   sbc_post=20, max_sites=3, test_sites=3, extrap_sites=5)
+
+    @classmethod
+    def quick(cls) -> Config:
+        return cls(seeds=(0, 1, 2), include_npe=True)
+
+    @classmethod
+    def full(cls) -> Config:
+        return cls(seeds=(0, 1, 2), budgets=(150, 600, 2400), latent_dim=64, n_layers=2,
+                   n_heads=4, train_steps=1500, batch_size=128, sample_steps=16, n_val=4,
+                   n_test=10, n_post=500, n_sbc=200, sbc_post=100, include_npe=True)
+
+
+def _model_kwargs(c: Config) -> dict:
+    return dict(latent_dim=c.latent_dim, n_layers=c.n_layers, n_heads=c.n_heads, n_ff=2,
+                label_dim=8, pos_dim=4, func_dim=4, dropout=0.0)
+
+
+def _exact_contraction(sim: HierarchicalGaussianLinear, m: int) -> float:
+    """``1 - Var(g | y) / Var(g)`` for ``m`` sites (independent of y)."""
+    _, cov = sim.posterior(np.zeros((m, sim.dim)))
+    return float(1.0 - cov[0, 0])
+
+
+def run(config: Config, seed: int) -> SeedOutput:
+    c = config
+    warnings.filterwarnings("ignore", module="sbi")
+    warnings.filterwarnings("ignore", category=UserWarning, module="torch")
+    torch.manual_seed(seed)
+    sim = HierarchicalGaussianLinear(c.dim, c.tau, c.sigma)
+    gen = torch.Generator().manual_seed(10_000 + seed)
+    npgen = np.random.default_rng(20_000 + seed)
+    mk = _model_kwargs(c)
+    train_kw = dict(steps=c.train_steps, batch_size=c.batch_size)
+    d = c.dim
+    m_test = c.test_sites
+
+    def observations(k: int) -> tuple[torch.Tensor, list[np.ndarray]]:
+        th = sim.prior(k, m_test, gen)
+        y = sim._simulate_sites(th, gen)["y"]  # evaluation data: not counted against arms
+        refs = [sim.posterior_sample(y[i], c.n_post, npgen)["g"] for i in range(k)]
+        return y, refs
+
+    y_val, ref_val = observations(c.n_val)
+    y_test, ref_test = observations(c.n_test)
+
+    # --- arms: train(B, lr) -> sampler(n, y (K, M, D)) -> g draws (n, K, D)
+    cache: dict = {}
+    calls: dict = {}
+
+    def train_arm(arm: str, budget: int, lr: float):
+        key = (arm, budget, lr)
+        if key in cache:
+            return cache[key]
+        s = HierarchicalGaussianLinear(c.dim, c.tau, c.sigma)  # fresh call counter per arm
+        t0 = time.perf_counter()
+        aseed = seed * 1000 + budget
+        if arm in ("tfmpe_lf", "lf_shuffled"):
+            tr = dict(train_kw, lr=lr)
+            res = lf_train(s, budget, c.syn_factor * budget, c.max_sites,
+                           shuffle_surrogate=arm == "lf_shuffled", surrogate_kwargs=mk,
+                           posterior_kwargs=mk, surrogate_train=tr, posterior_train=tr,
+                           sample_steps=c.sample_steps, seed=aseed)
+            est = res.posterior
+
+            def sampler(n, y, est=est):
+                return est.sample_batched(n, {"y": y}, steps=c.sample_steps)["g"]
+        elif arm == "tfmpe_multi":
+            est = TFMPE(lambda n, m: s.prior(n, m), local=("l", "y"), labeller=s.labeller,
+                        model_kwargs=mk, seed=aseed)
+            g = torch.Generator().manual_seed(aseed)
+            for th, x in simulate_multisite(s, budget, 1, c.max_sites, g):
+                est.append_simulations(th, x)
+            est.train(**train_kw, lr=lr)
+
+            def sampler(n, y, est=est):
+                return est.sample_batched(n, {"y": y}, steps=c.sample_steps)["g"]
+        else:  # sbi_fmpe / sbi_npe at fixed M = test_sites
+            g = torch.Generator().manual_seed(aseed)
+            n_sets = budget // m_test
+            th = s.prior(n_sets, m_test, g)
+            x = s.simulate(th, g)
+            est = FlatSBI("fmpe" if arm == "sbi_fmpe" else "npe", s.flat_prior(m_test),
+                          hidden=c.sbi_hidden, layers=c.sbi_layers, seed=aseed)
+            est.fit(flatten(th, ["g", "l"]), flatten(x, ["y"]), steps=c.train_steps,
+                    batch_size=c.batch_size, lr=lr)
+
+            def sampler(n, y, est=est):
+                return est.sample_batched(n, y.reshape(y.shape[0], -1))[..., :d]
+        calls[key] = {"site_calls": s.counter.site_calls,
+                      "multisite_calls": s.counter.multisite_calls,
+                      "train_s": time.perf_counter() - t0}
+        cache[key] = sampler
+        return sampler
+
+    def score(sampler, y, refs) -> list[float]:
+        draws = sampler(c.n_post, y).detach().numpy()
+        return [c2st_accuracy(draws[:, i], refs[i], seed=seed) for i in range(len(refs))]
+
+    b0 = c.budgets[0]
+    tuned_arms = ["tfmpe_lf", "tfmpe_multi", "sbi_fmpe"] + (["sbi_npe"] if c.include_npe else [])
+    specs = {}
+    for arm in tuned_arms:
+        grid = c.sbi_lr_grid if arm.startswith("sbi") else c.tfmpe_lr_grid
+        specs[arm] = TuningSpec(
+            grid=[{"lr": lr} for lr in grid],
+            validate=lambda p, arm=arm: float(np.mean(score(train_arm(arm, b0, p["lr"]), y_val,
+                                                            ref_val))),
+            maximize=False, budget={"sim_calls": b0, "train_steps": c.train_steps})
+    tuned = tune_arms(specs)
+    lr_of = {arm: tuned[arm].chosen["lr"] for arm in tuned_arms}
+    lr_of["lf_shuffled"] = lr_of["tfmpe_lf"]
+
+    metrics: dict[str, dict[str, float]] = {a: {} for a in [*tuned_arms, "lf_shuffled", "prior",
+                                                           "exact"]}
+    extras: dict = {"c2st_per_obs": {}, "train_s": {}}
+    for b in c.budgets:
+        for arm in [*tuned_arms, "lf_shuffled"]:
+            sampler = train_arm(arm, b, lr_of[arm])
+            vals = score(sampler, y_test, ref_test)
+            metrics[arm][f"c2st_g@B{b}"] = float(np.mean(vals))
+            info = calls[(arm, b, lr_of[arm])]
+            metrics[arm][f"site_calls_ratio@B{b}"] = info["site_calls"] / b
+            metrics[arm][f"multisite_calls@B{b}"] = float(info["multisite_calls"])
+            extras["c2st_per_obs"][f"{arm}@B{b}"] = vals
+            extras["train_s"][f"{arm}@B{b}"] = info["train_s"]
+
+    # --- calibration of TFMPE+LF at the largest budget, inside and beyond the training range
+    lf_sampler = train_arm("tfmpe_lf", c.budgets[-1], lr_of["tfmpe_lf"])
+    extras["coverage"] = {"levels": LEVELS.tolist()}
+    for m in (c.test_sites, c.extrap_sites):
+        th = sim.prior(c.n_sbc, m, gen)
+        y = sim._simulate_sites(th, gen)["y"]
+        truth = th["g"].numpy()
+        draws = {"tfmpe_lf": lf_sampler(c.sbc_post, y).detach().numpy(),
+                 "prior": np.random.default_rng(seed).normal(size=(c.sbc_post, c.n_sbc, d)),
+                 "exact": np.stack([sim.posterior_sample(y[i], c.sbc_post, npgen)["g"]
+                                    for i in range(c.n_sbc)], 1)}
+        exact_contr = _exact_contraction(sim, m)
+        for arm, s in draws.items():
+            metrics[arm][f"ece_g@M{m}"] = expected_coverage_error(s, truth)
+            contraction = 1.0 - float(s.var(0, ddof=1).mean())  # prior Var(g) = 1
+            metrics[arm][f"contraction_ratio@M{m}"] = contraction / exact_contr
+            extras["coverage"][f"{arm}@M{m}"] = coverage_curve(s, truth).tolist()
+    tuning_record = {a: t for a, t in tuned.items()}
+    extras["lr_chosen"] = lr_of
+    return SeedOutput(metrics=metrics, extras=extras, tuning=tuning_record)
+
+
+# ------------------------------------------------------------------------------------------
+# Claims (rules fixed before the first run)
+# ------------------------------------------------------------------------------------------
+
+
+def _beats(metrics, arm: str, other: str, config: Config):
+    """Per budget: ``arm`` has a lower C2ST(g) than ``other`` on paired seeds (2 s.e.)."""
+    regimes = []
+    for b in config.budgets:
+        key = f"c2st_g@B{b}"
+        regimes.append((f"B={b}", paired_improvement(metrics[arm][key], metrics[other][key],
+                                                     higher_is_better=False,
+                                                     label=f"{arm} vs {other}: ")))
+    return per_regime(regimes, require="any", label=f"{arm}: ")
+
+
+def _calibrated(metrics, arm: str, config: Config):
+    regimes = []
+    for m in (config.test_sites, config.extrap_sites):
+        regimes.append((f"M={m}", all_of(
+            threshold_rule(metrics[arm][f"ece_g@M{m}"], high=0.05, label="coverage error "),
+            threshold_rule(metrics[arm][f"contraction_ratio@M{m}"], low=0.5,
+                           label="contraction/exact "))))
+    return per_regime(regimes, require="all", label=f"{arm}: ")
+
+
+def _single_site(metrics, arm: str, config: Config):
+    parts = []
+    for b in config.budgets:
+        parts.append(threshold_rule(metrics[arm][f"multisite_calls@B{b}"], high=0.0,
+                                    label=f"B={b} multi-site calls "))
+        parts.append(threshold_rule(metrics[arm][f"site_calls_ratio@B{b}"], low=1.0, high=1.0,
+                                    label="site calls / B "))
+    return all_of(*parts)
+
+
+SCALE = ("laptop-scale: hierarchical Gaussian linear (D=2, tau=1, sigma=0.5), M_test=5, "
+         "TFMPE latent 32 / 1 layer, 150 Adam steps, budgets 150 and 600 single-site calls")
+
+CLAIMS = (
+    Claim(
+        id="lf_vs_multisite",
+        statement="Likelihood-factorised training reaches better posteriors than training the "
+                  "same estimator on real multi-site simulations at equal simulator calls "
+                  "(judged per budget: where it wins and where it stops winning).",
+        paper_value="qualitative (abstract: calibrated posteriors at lower simulation cost)",
+        metric="C2ST accuracy of g against the exact posterior (lower is better, 0.5 = exact)",
+        scale=SCALE,
+        rule="per budget B: tfmpe_lf's mean C2ST(g) below tfmpe_multi's in every seed with mean "
+             "paired gap > 2 s.e.; reproduced when this holds at >= 1 budget",
+        decide=lambda m, c: _beats(m, "tfmpe_lf", "tfmpe_multi", c),
+        control_description="lf_shuffled: the same LF pipeline (synthetic sets, real M=1 "
+                            "tuples mixed in, same network and tuning) with a surrogate trained "
+                            "on shuffled y, so it learns no likelihood",
+        control=lambda m, c: _beats(m, "lf_shuffled", "tfmpe_multi", c),
+        arms=ClaimArms(method="tfmpe_lf", baselines=("tfmpe_multi",), control="lf_shuffled"),
+    ),
+    Claim(
+        id="lf_vs_sbi_fmpe",
+        statement="TFMPE+LF beats flat FMPE (sbi) given the same simulator calls and the same "
+                  "tuning effort.",
+        paper_value="qualitative (benchmark l-C2ST tables; numbers not comparable)",
+        metric="C2ST accuracy of g against the exact posterior (lower is better)",
+        scale=SCALE + "; sbi FMPE trained at the test's fixed M=5 (B/5 sets)",
+        rule="per budget B: tfmpe_lf's C2ST(g) below sbi_fmpe's in every seed, gap > 2 s.e.; "
+             "reproduced when this holds at >= 1 budget",
+        decide=lambda m, c: _beats(m, "tfmpe_lf", "sbi_fmpe", c),
+        control_description="tfmpe_multi: the tokenised estimator without likelihood "
+                            "factorisation (if it also beats sbi's FMPE, the win is the "
+                            "architecture's, not LF's)",
+        control=lambda m, c: _beats(m, "tfmpe_multi", "sbi_fmpe", c),
+        arms=ClaimArms(method="tfmpe_lf", baselines=("sbi_fmpe",), control="tfmpe_multi"),
+    ),
+    Claim(
+        id="calibration",
+        statement="TFMPE+LF posteriors are calibrated, also for more sites than seen in "
+                  "training.",
+        paper_value="qualitative (well-calibrated posteriors; SBC)",
+        metric="expected coverage error of g (mean |coverage - level| over levels 0.05..0.95) "
+               "and contraction of Var(g) relative to the exact posterior's",
+        scale=SCALE + "; coverage from 60 simulated data sets x 50 draws at the largest budget",
+        rule="at M=test_sites and M=extrap_sites: coverage error <= 0.05 (brief F3) AND "
+             "contraction >= 0.5 x exact (calibrated and informative)",
+        decide=lambda m, c: _calibrated(m, "tfmpe_lf", c),
+        control_description="prior: draws from the prior, calibrated by construction but "
+                            "uninformative (shows that coverage alone cannot fail)",
+        control=lambda m, c: _calibrated(m, "prior", c),
+        arms=ClaimArms(method="tfmpe_lf", control="prior"),
+    ),
+    Claim(
+        id="single_site_cost",
+        statement="LF training needs only single-site simulator calls.",
+        paper_value="qualitative (abstract: per-site surrogate from single-site simulations)",
+        metric="counted simulator calls: multi-site calls, single-site calls / budget",
+        scale=SCALE,
+        rule="at every budget: 0 multi-site calls and exactly B single-site simulations",
+        decide=lambda m, c: _single_site(m, "tfmpe_lf", c),
+        control_description="tfmpe_multi: the same estimator trained on real multi-site sets "
+                            "(the counter must see its multi-site calls)",
+        control=lambda m, c: _single_site(m, "tfmpe_multi", c),
+        arms=ClaimArms(method="tfmpe_lf", control="tfmpe_multi"),
+    ),
+)
+
+
+def plot(config: Config, outputs, outdir: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    from icml26.harness.plots import save_figure
+
+    paths = []
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    arms = [a for a in outputs[0].metrics if f"c2st_g@B{config.budgets[0]}" in outputs[0].metrics[a]]
+    for arm in arms:
+        ys = np.array([[o.metrics[arm][f"c2st_g@B{b}"] for b in config.budgets] for o in outputs])
+        ax.errorbar(config.budgets, ys.mean(0), yerr=ys.std(0), marker="o", label=arm, capsize=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("simulator budget (single-site calls)")
+    ax.set_ylabel("C2ST(g) vs exact posterior")
+    ax.axhline(0.5, color="k", lw=0.5)
+    ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "tfmpe_c2st_vs_budget.png"))
+    fig, ax = plt.subplots(figsize=(4, 4))
+    levels = outputs[0].extras["coverage"]["levels"]
+    for key in outputs[0].extras["coverage"]:
+        if key == "levels":
+            continue
+        cov = np.mean([o.extras["coverage"][key] for o in outputs], axis=0)
+        ax.plot(levels, cov, label=key)
+    ax.plot([0, 1], [0, 1], "k--", lw=0.5)
+    ax.set_xlabel("credible level")
+    ax.set_ylabel("empirical coverage of g")
+    ax.legend(fontsize=7)
+    paths.append(save_figure(fig, outdir / "tfmpe_coverage.png"))
+    return paths
+
+
+__all__ = ["CLAIMS", "Config", "plot", "run"]

@@ -1,0 +1,34 @@
+"""The smoke profile runs end to end and matches its pinned verdicts; quick acceptance is slow."""
+
+from __future__ import annotations
+
+import pytest
+
+from icml26.harness import run_paper
+from icml26.harness.pins import assert_pinned
+
+CLAIM_IDS = {"lf_vs_multisite", "lf_vs_sbi_fmpe", "calibration", "single_site_cost"}
+
+
+def test_smoke_runs_and_matches_the_pin(tmp_path):
+    pytest.importorskip("sbi")
+    result = run_paper("tfmpe", "smoke", out=tmp_path)
+    assert result["status"] == "ok", result.get("traceback")
+    claims = {c["id"]: c for c in result["claims"]}
+    assert set(claims) == CLAIM_IDS
+    # the cost claim is bookkeeping that must hold at any scale, and its control must fail
+    assert claims["single_site_cost"]["verdict"] == "reproduced"
+    assert claims["single_site_cost"]["negative_control"]["verdict"] != "reproduced"
+    assert_pinned(result, __file__)
+
+
+@pytest.mark.slow
+def test_quick_controls_are_not_powerless(tmp_path):
+    pytest.importorskip("sbi")
+    result = run_paper("tfmpe", "quick", out=tmp_path)
+    assert result["status"] == "ok", result.get("traceback")
+    for c in result["claims"]:
+        assert not c["negative_control"].get("identical_to"), c["id"]
+    claims = {c["id"]: c for c in result["claims"]}
+    assert claims["single_site_cost"]["verdict"] == "reproduced"
+    assert {r["condition"] for r in claims["lf_vs_multisite"]["regimes"]} == {"B=150", "B=600"}
