@@ -1,6 +1,9 @@
 """Throughput of the LM post-training core on the adaptive_reasoning model sizes (CPU).
 
-Prints and writes JSON: SFT training tokens/s, KV-cached vs uncached generation tokens/s.
+Prints and writes JSON: SFT training tokens/s, KV-cached vs uncached generation tokens/s. Only
+real tokens count: SFT counts non-padding prompt + completion tokens (the attention mask), generation
+counts generated tokens up to and including the stop token (``completion_mask``), not the padding
+after a row stops.
 Usage: ``python benchmarks/adaptive_reasoning_throughput.py [--threads 1] [--out bench.json]``.
 """
 
@@ -16,6 +19,11 @@ from icml26.core.lm.generate import generate
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.sft import SFTBatch, build_sft_batch, sft_loss
 from icml26.papers.adaptive_reasoning import CostumeArithmetic, make_tokenizer, sft_examples
+
+
+def real_tokens(batch: SFTBatch) -> int:
+    """Non-padding tokens of an SFT batch (its attention mask)."""
+    return int(batch.attention_mask.sum())
 
 
 def bench(n_embd: int, n_layer: int, batch: int = 64, reps: int = 5) -> dict:
@@ -37,13 +45,14 @@ def bench(n_embd: int, n_layer: int, batch: int = 64, reps: int = 5) -> dict:
     train_s = (time.process_time() - t0) / reps
     prompts = [e["prompt_ids"] for e in ex]
     res = {"params": model.num_parameters(), "n_embd": n_embd, "n_layer": n_layer, "batch": batch,
-           "train_tokens_per_cpu_s": b.input_ids.numel() / train_s}
+           "train_tokens_per_cpu_s": real_tokens(b) / train_s,
+           "train_padded_tokens_per_cpu_s": b.input_ids.numel() / train_s}
     for cache in (True, False):
         t0 = time.process_time()
         out = generate(model, prompts, max_new_tokens=C, pad_id=tok.pad_id, temperature=1.0,
                        prompt_length=P, use_cache=cache, generator=torch.Generator().manual_seed(0))
         dt = time.process_time() - t0
-        res[f"generate_{'cached' if cache else 'uncached'}_tokens_per_cpu_s"] = out.completion_ids.numel() / dt
+        res[f"generate_{'cached' if cache else 'uncached'}_tokens_per_cpu_s"] = int(out.completion_mask.sum()) / dt
     return res
 
 

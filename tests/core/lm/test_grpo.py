@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -196,3 +197,203 @@ def test_parity_with_trl_loss():
     ours = GRPOConfig()
     assert (cfg.epsilon, cfg.beta, cfg.loss_type, cfg.num_generations) == (
         ours.epsilon, ours.beta, ours.loss_type, ours.num_generations)
+
+
+# ----------------------------------------------------------------------------------------------
+# Input validation (issue 22, item 5)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_loss_rejects_bad_shapes_and_nonfinite():
+    lp = torch.log(torch.full((2, 3), 0.5))
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    adv = torch.tensor([1.0, -1.0])
+    with pytest.raises(ValueError, match="ref_logps must have shape"):
+        grpo_loss(lp, lp, adv, mask, ref_logps=lp[:, :1], beta=0.1)  # would broadcast silently
+    with pytest.raises(ValueError, match="ref_logps must have shape"):
+        grpo_loss(lp, lp, adv, mask, ref_logps=lp[:1], beta=0.1)
+    with pytest.raises(ValueError, match="advantages must have shape"):
+        grpo_loss(lp, lp, adv.unsqueeze(1), mask)
+    with pytest.raises(ValueError, match=r"\(N, T\)"):
+        grpo_loss(lp[0], lp[0], adv[:1], mask[0])
+    with pytest.raises(ValueError, match="token_weights"):
+        grpo_loss(lp, lp, adv, mask, token_weights=torch.ones(2, 1))
+    with pytest.raises(ValueError, match="only 0 and 1"):
+        grpo_loss(lp, lp, adv, mask.float() * 2)
+    bad = lp.clone()
+    bad[0, 1] = float("nan")
+    for kw in ({"logps": bad}, {"old_logps": bad}, {"ref_logps": bad, "beta": 0.1}):
+        args = {"logps": lp, "old_logps": lp, "advantages": adv, "completion_mask": mask, **kw}
+        with pytest.raises(ValueError, match="NaN or inf"):
+            grpo_loss(**args)
+    with pytest.raises(ValueError, match="advantages contain NaN"):
+        grpo_loss(lp, lp, torch.tensor([float("inf"), 0.0]), mask)
+    with pytest.raises(ValueError, match="epsilon"):
+        grpo_loss(lp, lp, adv, mask, epsilon=-0.1)
+    with pytest.raises(ValueError, match="importance_sampling_level"):
+        grpo_loss(lp, lp, adv, mask, importance_sampling_level="seq")
+
+
+def test_advantages_need_a_group():
+    with pytest.raises(ValueError, match=">= 2"):
+        compute_advantages(torch.tensor([1.0, 0.0]), 1)  # one completion per group: std is NaN
+    with pytest.raises(ValueError, match="floating-point"):
+        compute_advantages(torch.tensor([1, 0]), 2)
+    with pytest.raises(ValueError, match="multiple of 3"):
+        compute_advantages(torch.tensor([1.0, 0.0]), 3)
+    with pytest.raises(ValueError, match="1-D"):
+        compute_advantages(torch.ones(2, 2), 2)
+    with pytest.raises(ValueError, match="advantage_estimator"):
+        GRPOConfig(advantage_estimator="rloo")
+    with pytest.raises(ValueError, match="forced_old_logprob"):
+        GRPOConfig(forced_old_logprob=0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# Clip bounds, sequence-level ratio (issue 22, items 2 and 4)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_asymmetric_clip_bounds_by_hand():
+    """epsilon bounds the ratio from below (A < 0), epsilon_high from above (A > 0); swapping
+    them changes both numbers below."""
+    logps = torch.log(torch.tensor([[1.25], [0.75]])).requires_grad_(True)
+    old = torch.zeros(2, 1)  # ratio = 1.25 (A = +1) and 0.75 (A = -1)
+    adv = torch.tensor([1.0, -1.0])
+    mask = torch.ones(2, 1, dtype=torch.bool)
+    loss, m = grpo_loss(logps, old, adv, mask, epsilon=0.2, epsilon_high=0.3, loss_type="grpo")
+    # row 0: 1.25 < 1.3, unclipped -> -1.25 ; row 1: 0.75 < 0.8 with A < 0 -> clipped: -(-0.8) = 0.8
+    assert loss.item() == pytest.approx((-1.25 + 0.8) / 2, rel=1e-6)
+    assert m["clip_ratio"] == pytest.approx(0.5)
+    loss.backward()
+    assert logps.grad[0, 0].item() != 0.0 and logps.grad[1, 0].item() == 0.0
+    swapped, _ = grpo_loss(logps.detach(), old, adv, mask, epsilon=0.3, epsilon_high=0.2, loss_type="grpo")
+    assert swapped.item() == pytest.approx((-1.2 + 0.75) / 2, rel=1e-6)
+
+
+def test_sequence_level_ratio_matches_adaptthink_formula():
+    """AdaptThink's adjust_old_logprobs branch: rho_i = exp(masked_mean(logp) - masked_mean(old)),
+    loss = mean_i max(-A_i rho_i, -A_i clip(rho_i)) (bojieli/AdaptThink,
+    src/adapt_think_core_algos.py, compute_policy_loss)."""
+    torch.manual_seed(0)
+    logps = (-torch.rand(3, 4)).requires_grad_(True)
+    old = -torch.rand(3, 4)
+    old[:, 0] = math.log(0.5)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    adv = torch.tensor([0.7, -1.2, 0.05])
+    loss, _ = grpo_loss(logps, old, adv, mask, loss_type="grpo", importance_sampling_level="sequence")
+    m = mask.float()
+    rho = torch.exp((logps * m).sum(1) / m.sum(1) - (old * m).sum(1) / m.sum(1))
+    ref = torch.maximum(-adv * rho, -adv * torch.clamp(rho, 0.8, 1.2)).mean()
+    torch.testing.assert_close(loss, ref)
+    g1 = torch.autograd.grad(loss, logps)[0]
+    g2 = torch.autograd.grad(ref, logps)[0]
+    torch.testing.assert_close(g1, g2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Trainer wiring (issue 22, item 4): a spy on grpo_loss sees what the trainer passes
+# ----------------------------------------------------------------------------------------------
+
+
+def _spy(monkeypatch):
+    import icml26.core.lm.grpo as grpo_mod
+
+    calls = []
+    real = grpo_mod.grpo_loss
+
+    def spy(logps, old_logps, advantages, completion_mask, **kw):
+        calls.append({"logps": logps.detach().clone(), "old": old_logps.detach().clone(),
+                      "adv": advantages.detach().clone(), "mask": completion_mask.clone(), **kw})
+        return real(logps, old_logps, advantages, completion_mask, **kw)
+
+    monkeypatch.setattr(grpo_mod, "grpo_loss", spy)
+    return calls
+
+
+def test_trainer_passes_clip_bounds_unswapped(monkeypatch):
+    import dataclasses
+
+    calls = _spy(monkeypatch)
+    tok, model, data, reward, args = _setup()
+    args = dataclasses.replace(args, epsilon=0.1, epsilon_high=0.35, max_steps=1)
+    GRPOTrainer(model, reward, args, data, tok).step()
+    assert calls[0]["epsilon"] == 0.1 and calls[0]["epsilon_high"] == 0.35
+
+
+def test_old_policy_is_fixed_across_iterations(monkeypatch):
+    """pi_old is the sampling policy for all num_iterations updates; recomputing it each iteration
+    would make every ratio 1 (no clipping ever)."""
+    import dataclasses
+
+    from icml26.core.lm.grpo import completion_logprobs
+
+    calls = _spy(monkeypatch)
+    tok, model, data, reward, args = _setup()
+    args = dataclasses.replace(args, num_iterations=3, learning_rate=5e-2)
+    trainer = GRPOTrainer(model, reward, args, data, tok)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trainer.step()
+    gen = trainer.last_generation
+    snapshot = copy.deepcopy(model)
+    snapshot.load_state_dict(before)
+    with torch.no_grad():
+        lp_sampling = completion_logprobs(snapshot, gen)
+    assert len(calls) == 3
+    for c in calls:
+        torch.testing.assert_close(c["old"], lp_sampling, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(calls[0]["logps"], calls[0]["old"], rtol=1e-5, atol=1e-6)
+    assert (calls[2]["logps"] - calls[2]["old"]).abs().max() > 1e-3  # the policy moved; pi_old did not
+
+
+def test_groups_hold_the_completions_of_one_prompt(monkeypatch):
+    calls = _spy(monkeypatch)
+    tok = CharTokenizer("abcd?", specials=("<pad>", "<bos>", "<eos>"))
+    torch.manual_seed(0)
+    model = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=12, n_layer=1, n_head=2, n_embd=16))
+    data = [{"prompt": p, "k": i} for i, p in enumerate(["a?", "bb?", "c?", "dd?"])]
+    seen = {}
+
+    def reward(prompts, completions, k=None, **kw):
+        seen["prompts"], seen["k"] = list(prompts), list(k)
+        return [float(i) + 0.1 * len(c) for i, c in zip(k, completions, strict=True)]
+
+    G = 4
+    args = GRPOConfig(num_generations=G, max_completion_length=3, per_device_train_batch_size=3,
+                      max_steps=1, seed=1)
+    trainer = GRPOTrainer(model, reward, args, data, tok)
+    trainer.step()
+    prompts, ks = seen["prompts"], seen["k"]
+    assert len(prompts) == 3 * G
+    for g in range(3):
+        block = prompts[g * G:(g + 1) * G]
+        assert len(set(block)) == 1 and len(set(ks[g * G:(g + 1) * G])) == 1
+    assert len({prompts[g * G] for g in range(3)}) == 3
+    # the generated rows really continue the prompt their reward was computed for
+    gen = trainer.last_generation
+    for r in range(3 * G):
+        ids = gen.prompt_ids[r][gen.prompt_mask[r]].tolist()
+        assert tok.decode(ids[1:]) == prompts[r]
+    # advantages are centred within each group of G: the prompt's own offset k cancels
+    adv = calls[0]["adv"].view(3, G)
+    torch.testing.assert_close(adv.sum(1), torch.zeros(3), atol=1e-4, rtol=0)
+
+
+def test_forced_old_logprob_and_naive_advantages(monkeypatch):
+    import dataclasses
+
+    calls = _spy(monkeypatch)
+    tok, model, data, reward, args = _setup()
+    a_id, b_id = tok.token_id("a"), tok.token_id("b")
+    args = dataclasses.replace(args, forced_old_logprob=math.log(0.5), advantage_estimator="naive",
+                               importance_sampling_level="sequence", loss_type="grpo")
+    trainer = GRPOTrainer(model, reward, args, data, tok,
+                          force_prefix_fn=lambda row, j: [a_id] if j < 4 else [b_id])
+    trainer.step()
+    gen, c = trainer.last_generation, calls[0]
+    assert bool(gen.forced_mask[:, 0].all()) and not bool(gen.forced_mask[:, 1:].any())
+    torch.testing.assert_close(c["old"][:, 0], torch.full((16,), math.log(0.5)))
+    torch.testing.assert_close(c["old"][:, 1:], c["logps"][:, 1:], rtol=1e-5, atol=1e-6)
+    starts_a = (gen.completion_ids[:, 0] == a_id).float()
+    torch.testing.assert_close(c["adv"], starts_a)  # naive: A = r, not centred
+    assert c["importance_sampling_level"] == "sequence"

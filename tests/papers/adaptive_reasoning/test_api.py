@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from icml26.papers.adaptive_reasoning import (
     evaluate_modes,
     make_tokenizer,
     oracle_mode_reward,
+    reference_think_accuracy,
     render,
     thinkless_reward,
     train_adaptive_reasoner,
@@ -57,7 +60,7 @@ def test_dataset_rows_are_consistent():
     for r in rows:
         ans = FMT.answer(r["completion"])
         assert ans == r["answer"]
-        expr = r["prompt"].rstrip("?").lstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN")
+        expr = "".join(ch for ch in r["prompt"].rstrip("?") if ch in "0123456789+-*")
         value, _ = evaluate_chain(tuple(int(c) for c in expr[::2]), tuple(expr[1::2]))
         assert str(value) == r["answer"]
         n_ops = len(expr) // 2
@@ -87,7 +90,12 @@ def test_augmentation_pairs_and_baseline_mix():
     concise_targets = {r["completion"] for r in simple_aug if r["phrasing"] == "concise"}
     assert all(r["completion"] in concise_targets for r in sv)
     assert not [r for r in naive if r["complexity"] == "simple" and r["phrasing"] == "verbose"]
-    assert all(r["completion"].startswith("<think>") for r in aug if r["complexity"] == "complex")
+    cx = [r for r in aug if r["complexity"] == "complex"]
+    direct = [r for r in cx if r["completion"].startswith("<nothink>")]
+    assert all(r["completion"].startswith(("<think>", "<nothink>")) for r in cx)
+    assert 0.10 <= len(direct) / len(cx) <= 0.20  # complex_direct_frac = 0.15: a real never-think baseline
+    none = task.sft_dataset(2000, complex_direct_frac=0.0, seed=0)
+    assert all(r["completion"].startswith("<think>") for r in none if r["complexity"] == "complex")
 
 
 def test_split_is_disjoint_and_deterministic():
@@ -169,3 +177,115 @@ def test_end_to_end_tiny_run_learns_the_mode_and_is_deterministic():
     assert r1 == r2 and h1["sft_loss"] == h2["sft_loss"]
     assert r1["complex-concise"]["think_rate"] > r1["simple-concise"]["think_rate"]
     assert len(h1["grpo"]) == 2
+
+
+def _words(prompt: str) -> set[str]:
+    out = set()
+    for part in prompt.rstrip("?").replace("+", " ").replace("-", " ").replace("*", " ").split():
+        letters = "".join(ch for ch in part if ch.isalpha())
+        assert len(letters) % 2 == 0
+        out |= {letters[k:k + 2] for k in range(0, len(letters), 2)}
+    return out
+
+
+def _structure(prompt: str) -> str:
+    body = prompt.rstrip("?")
+    first = next(i for i, ch in enumerate(body) if ch.isdigit())
+    last = max(i for i, ch in enumerate(body) if ch.isdigit())
+    before, after = first > 0, last < len(body) - 1
+    return {(True, False): "prefix", (False, True): "suffix", (True, True): "wrap"}[(before, after)]
+
+
+def test_costumes_are_held_out():
+    task = CostumeArithmetic(seed=0)
+    held, seen_words = set(task.filler_words["test"]), set(task.filler_words["train"])
+    assert not held & seen_words and len(held) == 480 and len(seen_words) == 1120
+    train = [r for r in task.sft_dataset(3000, seed=0) if r["phrasing"] == "verbose"]
+    train += [r for r in task.rl_prompts(300, seed=0) if r["phrasing"] == "verbose"]
+    test = [r for r in task.test_grid(200, seed=0) if r["phrasing"] == "verbose"]
+    train_words = set().union(*(_words(r["prompt"]) for r in train))
+    test_words = set().union(*(_words(r["prompt"]) for r in test))
+    assert train_words <= seen_words and test_words <= held
+    # every piece (token) of a held-out word is seen in training: only the combination is new
+    assert {ch for w in test_words for ch in w} <= {ch for w in train_words for ch in w}
+    assert {_structure(r["prompt"]) for r in train} == {"prefix", "suffix"}
+    assert {_structure(r["prompt"]) for r in test} == {"wrap"}
+    # the switch restores training costumes at test time; answers are unaffected
+    other = CostumeArithmetic(seed=0, heldout_costumes=False).test_grid(200, seed=0)
+    assert set().union(*(_words(r["prompt"]) for r in other if r["phrasing"] == "verbose")) <= seen_words
+    assert [r["answer"] for r in other] == [r["answer"] for r in task.test_grid(200, seed=0)]
+
+
+def _tiny_model(tok, P, C, seed=0):
+    torch.manual_seed(seed)
+    return TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=1, n_head=2, n_embd=16))
+
+
+def test_balanced_forcing_halves_every_group():
+    """balance_first_token: the first token of the first G/2 completions of every group is <think>,
+    of the others <nothink>; switched off, an untrained model's first tokens are not balanced."""
+    task, tok = CostumeArithmetic(seed=0), make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    G, B = 4, 3
+    seen = []
+
+    def record(prompts, completions, answer=None, **_):
+        seen.append((list(prompts), list(completions)))
+        return [float(len(c) % 3) for c in completions]
+
+    for balance in (True, False):
+        seen.clear()
+        cfg = AdaptiveReasonerConfig(grpo_steps=1, grpo_batch_size=B, num_generations=G, prompt_length=P,
+                                     max_completion_length=C, balance_first_token=balance, estimator="trl")
+        train_adaptive_reasoner(_tiny_model(tok, P, C), tok, None, task.rl_prompts(12), record, cfg)
+        prompts, comps = seen[0]
+        modes = [FMT.mode(c) for c in comps]
+        balanced = all(modes[g * G:(g + 1) * G] == ["think"] * (G // 2) + ["no_think"] * (G // 2)
+                       for g in range(B))
+        assert balanced == balance
+        assert all(len(set(prompts[g * G:(g + 1) * G])) == 1 for g in range(B))
+
+
+def test_adaptthink_estimator_is_the_default_for_its_reward(monkeypatch):
+    import icml26.core.lm.grpo as grpo_mod
+
+    task, tok = CostumeArithmetic(seed=0), make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    seen = []
+    real = grpo_mod.grpo_loss
+
+    def spy(logps, old_logps, advantages, mask, **kw):
+        seen.append((old_logps.clone(), advantages.clone(), kw))
+        return real(logps, old_logps, advantages, mask, **kw)
+
+    monkeypatch.setattr(grpo_mod, "grpo_loss", spy)
+    rows = task.rl_prompts(8)
+    ref = {r["prompt"]: 0.25 for r in rows}
+    cfg = AdaptiveReasonerConfig(grpo_steps=1, grpo_batch_size=2, num_generations=4, prompt_length=P,
+                                 max_completion_length=C)
+    train_adaptive_reasoner(_tiny_model(tok, P, C), tok, None, rows, adaptthink_reward(0.05, ref), cfg)
+    old, adv, kw = seen[-1]
+    assert kw["importance_sampling_level"] == "sequence" and kw["loss_type"] == "grpo"
+    torch.testing.assert_close(old[:, 0], torch.full((8,), math.log(0.5)))
+    # naive advantages keep the reference term: forced-think rows of an untrained model are wrong,
+    # so A = 0 + 0 - 0.25; forced-no-think rows get the bonus on top
+    assert adv.min().item() >= -1.25 - 1e-6 and adv.max().item() <= 1.05 + 1e-6
+    assert (adv.view(2, 4).sum(1).abs() > 1e-3).all()  # not centred
+    seen.clear()
+    train_adaptive_reasoner(_tiny_model(tok, P, C), tok, None, rows, thinkless_reward(), cfg)
+    assert seen[-1][2]["importance_sampling_level"] == "token"
+    with pytest.raises(ValueError, match="balance_first_token"):
+        AdaptiveReasonerConfig(estimator="adaptthink", balance_first_token=False)
+
+
+def test_reference_accuracy_is_deterministic_per_prompt():
+    task, tok = CostumeArithmetic(seed=0), make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    model = _tiny_model(tok, P, C)
+    rows = task.rl_prompts(6)
+    a = reference_think_accuracy(model, tok, rows, k=4, prompt_length=P, max_new_tokens=C, batch_size=5)
+    b = reference_think_accuracy(model, tok, rows, k=4, prompt_length=P, max_new_tokens=C, batch_size=5)
+    assert a == b and set(a) == {r["prompt"] for r in rows}
+    assert all(v in (0.0, 0.25, 0.5, 0.75, 1.0) for v in a.values())
+    with pytest.raises(ValueError, match="k must"):
+        reference_think_accuracy(model, tok, rows, k=0)

@@ -21,6 +21,8 @@ def test_smoke_runs_and_matches_pin(smoke):
     assert_pinned(smoke, __file__)
     for arm in ("b0", "b0_sft", "m1", "m2", "always_think", "never_think", "ctrl_naive_acc", "ctrl_aug_acc"):
         assert arm in smoke["metrics"]
+    for arm in ("m1", "m2", "ctrl_aug_acc", "always_think", "never_think"):  # sampled metrics next to greedy
+        assert {"T0.6/overall/accuracy", "T1.0/overall/accuracy"} <= set(smoke["metrics"][arm])
 
 
 def test_forced_modes_are_forced(smoke):
@@ -36,3 +38,5 @@ def test_quick_profile_acceptance(tmp_path):
     verdicts = {c["id"]: c["verdict"] for c in result["claims"]}
     # the verbosity failure must exist, otherwise the demo is void (brief acceptance check 1)
     assert verdicts["naive_misled"] == "reproduced"
+    for c in result["claims"]:
+        assert not c["negative_control"]["powerless"], c["id"]

@@ -11,7 +11,16 @@ and the per-token loss is the clipped surrogate plus an optional k3 KL to a refe
     l_{i,t}   = -min(rho A_i, clip(rho, 1 - eps_low, 1 + eps_high) A_i) + beta * KL3_{i,t}
     KL3       = exp(q) - q - 1,  q = log pi_ref - log pi_theta        (Schulman's k3 estimator)
 
-aggregated by ``loss_type``:
+With ``importance_sampling_level="sequence"`` (TRL's name; GSPO, and AdaptThink's
+``adjust_old_logprobs`` branch) the ratio is one per sequence, rho_i = exp(mean_t(log pi_theta -
+log pi_old)), applied to every token of sequence i.
+
+Advantages: ``advantage_estimator="grpo"`` is the group-relative one above; ``"naive"`` is
+A_i = r_i, un-centred (verl's ``adv_estimator=naive``, used by AdaptThink, whose reward carries
+its own baseline R_ref(x)). ``forced_old_logprob`` replaces log pi_old of forced (not sampled)
+completion tokens, AdaptThink's importance-sampling correction of the forced mode token.
+
+The per-token losses are aggregated by ``loss_type``:
 
 - ``"grpo"``:    mean over each sequence's tokens, then over sequences (Shao et al. 2024,
   arXiv:2402.03300, Eq. 3);
@@ -30,6 +39,7 @@ decoupled control-token weight (Thinkless, arXiv:2505.13379).
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +53,8 @@ from .logprobs import token_logprobs
 RewardFunc = Callable[..., Sequence[float]]
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
 SCALE_REWARDS = ("group", "batch", "none")
+IS_LEVELS = ("token", "sequence")
+ADVANTAGE_ESTIMATORS = ("grpo", "naive")
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,13 @@ class GRPOConfig:
     max_steps : int, defaults to 100
     max_grad_norm : float, defaults to 1.0
     seed : int, defaults to 0
+    importance_sampling_level : str, defaults to ``"token"`` -- ``"token"`` or ``"sequence"``
+        (TRL field; ``"sequence"`` = per-sequence mean log-ratio, as AdaptThink's
+        ``compute_policy_loss`` with ``adjust_old_logprobs=True``)
+    advantage_estimator : str, defaults to ``"grpo"`` -- ``"grpo"`` or ``"naive"`` (A = r;
+        verl ``algorithm.adv_estimator``, not a TRL field)
+    forced_old_logprob : float or None, defaults to None -- log pi_old assigned to forced
+        completion tokens (AdaptThink: log(nothinking_ratio) = log 0.5; not a TRL field)
     """
 
     num_generations: int = 8
@@ -88,6 +107,9 @@ class GRPOConfig:
     max_steps: int = 100
     max_grad_norm: float = 1.0
     seed: int = 0
+    importance_sampling_level: str = "token"
+    advantage_estimator: str = "grpo"
+    forced_old_logprob: float | None = None
 
     def __post_init__(self) -> None:
         if self.num_generations < 2:
@@ -102,6 +124,13 @@ class GRPOConfig:
             raise ValueError("beta and temperature must be >= 0, num_iterations >= 1")
         if self.max_completion_length < 1 or self.per_device_train_batch_size < 1:
             raise ValueError("max_completion_length and per_device_train_batch_size must be >= 1")
+        if self.importance_sampling_level not in IS_LEVELS:
+            raise ValueError(f"importance_sampling_level must be one of {IS_LEVELS}")
+        if self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
+            raise ValueError(f"advantage_estimator must be one of {ADVANTAGE_ESTIMATORS}")
+        if self.forced_old_logprob is not None and not (
+                math.isfinite(self.forced_old_logprob) and self.forced_old_logprob <= 0):
+            raise ValueError("forced_old_logprob must be a finite log-probability (<= 0)")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -115,7 +144,17 @@ def compute_advantages(rewards: torch.Tensor, num_generations: int,
 
     ``rewards`` is ordered group by group (the G completions of prompt 0 first). The std is the
     unbiased one plus 1e-4, as in TRL.
+
+    Raises
+    ------
+    ValueError
+        ``num_generations < 2`` (one completion has no group baseline: its std is NaN), a
+        reward vector that is not 1-D or not a multiple of G long, NaN/inf rewards.
     """
+    if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 2:
+        raise ValueError(f"num_generations must be an int >= 2, got {num_generations!r}")
+    if not isinstance(rewards, torch.Tensor) or not rewards.is_floating_point():
+        raise ValueError("rewards must be a floating-point tensor")
     if rewards.dim() != 1 or rewards.numel() % num_generations:
         raise ValueError(f"rewards must be 1-D with a multiple of {num_generations} entries, "
                          f"got shape {tuple(rewards.shape)}")
@@ -152,6 +191,7 @@ def grpo_loss(
     loss_type: str = "dapo",
     max_completion_length: int | None = None,
     token_weights: torch.Tensor | None = None,
+    importance_sampling_level: str = "token",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The GRPO loss of the module docstring.
 
@@ -163,23 +203,44 @@ def grpo_loss(
     ref_logps : Tensor, shape (N, T), optional -- needed when ``beta > 0``
     token_weights : Tensor, shape (N, T), optional -- multiplies each token's loss (DeGRPO)
     max_completion_length : int, optional -- the ``dr_grpo`` normaliser (default T)
+    importance_sampling_level : ``"token"`` (default) or ``"sequence"`` (module docstring)
 
     Returns
     -------
     loss : scalar Tensor
     metrics : dict -- ``clip_ratio``, ``kl`` (mean over active tokens)
     """
+    if logps.dim() != 2:
+        raise ValueError(f"logps must have shape (N, T), got {tuple(logps.shape)}")
     if logps.shape != old_logps.shape or logps.shape != completion_mask.shape:
         raise ValueError("logps, old_logps and completion_mask must have the same (N, T) shape")
     if advantages.shape != logps.shape[:1]:
-        raise ValueError(f"advantages must have shape ({logps.shape[0]},)")
+        raise ValueError(f"advantages must have shape ({logps.shape[0]},), got {tuple(advantages.shape)}")
+    if ref_logps is not None and ref_logps.shape != logps.shape:
+        raise ValueError(f"ref_logps must have shape {tuple(logps.shape)}, got {tuple(ref_logps.shape)}")
+    if token_weights is not None and token_weights.shape != logps.shape:
+        raise ValueError("token_weights must have the same shape as logps")
+    if completion_mask.dtype != torch.bool and not bool(((completion_mask == 0) | (completion_mask == 1)).all()):
+        raise ValueError("completion_mask must be bool or contain only 0 and 1")
+    for name, t in (("logps", logps), ("old_logps", old_logps), ("advantages", advantages),
+                    ("ref_logps", ref_logps), ("token_weights", token_weights)):
+        if t is not None and not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} contain NaN or inf")
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    if importance_sampling_level not in IS_LEVELS:
+        raise ValueError(f"importance_sampling_level must be one of {IS_LEVELS}")
+    if not (0 <= epsilon < 1) or (epsilon_high is not None and epsilon_high < 0) or beta < 0:
+        raise ValueError("need 0 <= epsilon < 1, epsilon_high >= 0 and beta >= 0")
     if beta > 0 and ref_logps is None:
         raise ValueError("beta > 0 needs ref_logps")
     eps_high = epsilon if epsilon_high is None else epsilon_high
     mask = completion_mask.to(logps.dtype)
-    ratio = torch.exp(logps - old_logps)
+    if importance_sampling_level == "sequence":
+        log_ratio = ((logps - old_logps) * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1.0)
+        ratio = torch.exp(log_ratio).expand_as(logps)
+    else:
+        ratio = torch.exp(logps - old_logps)
     adv = advantages.unsqueeze(1)
     surrogate = torch.min(ratio * adv, torch.clamp(ratio, 1 - epsilon, 1 + eps_high) * adv)
     per_token = -surrogate
@@ -188,8 +249,6 @@ def grpo_loss(
         kl = k3_kl(logps, ref_logps)
         per_token = per_token + beta * kl
     if token_weights is not None:
-        if token_weights.shape != per_token.shape:
-            raise ValueError("token_weights must have the same shape as logps")
         per_token = per_token * token_weights
     n_active = mask.sum().clamp(min=1.0)
     if loss_type == "grpo":
@@ -372,7 +431,10 @@ class GRPOTrainer:
         columns = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
         rewards, _ = compute_rewards(self.reward_funcs, [r["prompt"] for r in rows], completions,
                                      args.reward_weights, **columns)
-        advantages = compute_advantages(rewards, G, args.scale_rewards)
+        if args.advantage_estimator == "naive":
+            advantages = rewards.clone()
+        else:
+            advantages = compute_advantages(rewards, G, args.scale_rewards)
         mask = gen.completion_mask.clone()
         if args.mask_truncated_completions:
             mask &= gen.finished.unsqueeze(1)
@@ -385,13 +447,16 @@ class GRPOTrainer:
         self.model.train()
         for _ in range(args.num_iterations):
             lp = completion_logprobs(self.model, gen)
-            if old_lp is None:
+            if old_lp is None:  # pi_old = the sampling policy, fixed for all num_iterations
                 old_lp = lp.detach()
+                if args.forced_old_logprob is not None:
+                    old_lp = old_lp.masked_fill(gen.forced_mask & gen.completion_mask, args.forced_old_logprob)
             loss, metrics = grpo_loss(lp, old_lp, advantages, mask, ref_logps=ref_lp, beta=args.beta,
                                       epsilon=args.epsilon, epsilon_high=args.epsilon_high,
                                       loss_type=args.loss_type,
                                       max_completion_length=args.max_completion_length,
-                                      token_weights=weights)
+                                      token_weights=weights,
+                                      importance_sampling_level=args.importance_sampling_level)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if args.max_grad_norm:

@@ -6,18 +6,28 @@ All arms start from the same seed, data and tiny model initialisation:
 - ``b0``: naive SFT + the same GRPO as the method (R_adapt) -- the baseline B0;
 - ``always_think`` / ``never_think``: B0 with the mode token forced (B1 / B2);
 - ``m1``: augmented SFT only (stage 1); ``m2``: augmented SFT + GRPO with R_adapt (the method);
-- ``a1_thinkless`` / ``a2_oracle``: M2 with the Thinkless / oracle-label reward (ablations);
-- ``ctrl_naive_acc`` / ``ctrl_aug_acc``: GRPO with a correctness-only reward (ignores mode and
-  length) from the naive / augmented SFT model (negative controls).
+- ``a1_thinkless`` / ``a2_oracle``: M2 with the Thinkless / oracle-label reward (ablations, TRL
+  estimator);
+- ``ctrl_naive_acc`` / ``ctrl_aug_acc``: the same GRPO as B0 / M2 (AdaptThink estimator, balanced
+  forcing, same reference baseline) with a correctness-only reward, acc - Rbar_ref(x), i.e.
+  R_adapt with delta = 0 (negative controls: stage 2 without the efficiency incentive).
 
 Stage-2 prompts follow the natural mix (simple-concise, complex-concise, complex-verbose; no
 verbose-simple prompts) for every arm, so robustness can only come from stage 1 or from the reward
-generalising. Evaluation is greedy on held-out test problems, ``n_eval`` per cell.
+generalising. Evaluation is on held-out test problems, ``n_eval`` per cell, whose verbose costumes
+use held-out filler words and a held-out structure; greedy decoding is judged, sampled decoding
+(T = 0.6 and 1.0) is reported next to it.
+
+Which stage each claim tests: ``naive_misled`` the failure (B0); ``augmentation_closes_gap``
+stage 1 (M1 vs naive SFT); ``closes_gap`` and ``efficiency`` the two stages together, credited to
+stage 2 only where augmented SFT + correctness-only GRPO (``ctrl_aug_acc``) fails the rule;
+``grpo_adds_value`` stage 2 alone (M2 vs M1).
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,9 +46,14 @@ from icml26.harness import (
 )
 from icml26.harness.plots import save_figure
 
-from .rewards import accuracy_reward, adaptthink_reward, oracle_mode_reward, thinkless_reward
+from .rewards import adaptthink_reward, oracle_mode_reward, thinkless_reward
 from .task import CELLS, CostumeArithmetic, make_tokenizer
-from .trainer import AdaptiveReasonerConfig, evaluate_modes, train_adaptive_reasoner
+from .trainer import (
+    AdaptiveReasonerConfig,
+    evaluate_modes,
+    reference_think_accuracy,
+    train_adaptive_reasoner,
+)
 
 
 @dataclass(frozen=True)
@@ -47,20 +62,30 @@ class Config(ExperimentConfig):
     n_layer: int = 2
     n_head: int = 4
     sft_examples: int = 20000
-    sft_steps: int = 600
+    sft_steps: int = 560
     sft_batch_size: int = 64
     grpo_steps: int = 40
     grpo_batch_size: int = 8
     num_generations: int = 8
     grpo_learning_rate: float = 1e-4
     delta: float = 0.05
-    n_eval: int = 300
+    n_eval: int = 200
+    n_eval_sampled: int = 80
+    ref_samples: int = 8
     ablations: bool = True
+
+    BOUNDS = {"n_eval": (1, 100000), "n_eval_sampled": (0, 100000), "ref_samples": (1, 64),
+              "num_generations": (2, 64), "sft_examples": (2, 10**7)}
+
+    def extra_checks(self) -> None:
+        if self.num_generations % 2:
+            self.out_of_range("num_generations", "an even number (balanced mode forcing)")
 
     @classmethod
     def smoke(cls):
         return cls(seeds=(0,), n_embd=32, n_layer=1, sft_examples=2000, sft_steps=150, sft_batch_size=32,
-                   grpo_steps=2, grpo_batch_size=4, num_generations=4, n_eval=10)
+                   grpo_steps=2, grpo_batch_size=4, num_generations=4, n_eval=10, n_eval_sampled=5,
+                   ref_samples=4)
 
     @classmethod
     def quick(cls):
@@ -69,16 +94,20 @@ class Config(ExperimentConfig):
     @classmethod
     def full(cls):
         return cls(seeds=(0, 1, 2), sft_examples=40000, sft_steps=1500, grpo_steps=100,
-                   grpo_batch_size=16, n_eval=1000)
+                   grpo_batch_size=16, n_eval=1000, n_eval_sampled=500, ref_samples=16)
 
 
-def _flatten(report: dict) -> dict[str, float]:
+SAMPLING_TEMPERATURES = (0.6, 1.0)  # AdaptThink's rollout/eval temperature and TRL's default
+
+
+def _flatten(report: dict, prefix: str = "") -> dict[str, float]:
     out = {}
     for cell in (*CELLS, "overall"):
-        for m in ("accuracy", "think_rate", "tokens", "mode_accuracy", "think_prob"):
-            out[f"{cell}/{m}"] = report[cell][m]
-    out["robustness_gap"] = report["summary"]["robustness_gap"]
-    out["complex_accuracy"] = report["summary"]["complex_accuracy"]
+        for m in ("accuracy", "think_rate", "tokens", "mode_accuracy", "invalid_rate", "think_prob"):
+            out[f"{prefix}{cell}/{m}"] = report[cell][m]
+    out[f"{prefix}robustness_gap"] = report["summary"]["robustness_gap"]
+    out[f"{prefix}think_prob_gap"] = report["simple-verbose"]["think_prob"] - report["simple-concise"]["think_prob"]
+    out[f"{prefix}complex_accuracy"] = report["summary"]["complex_accuracy"]
     return out
 
 
@@ -95,44 +124,73 @@ def run(config: Config, seed: int) -> SeedOutput:
                                  grpo_learning_rate=config.grpo_learning_rate, prompt_length=P,
                                  max_completion_length=C, seed=seed)
     test = task.test_grid(config.n_eval, seed=seed + 1000)
+    test_sampled = task.test_grid(config.n_eval_sampled, seed=seed + 2000) if config.n_eval_sampled else []
     rl = task.rl_prompts(max(config.grpo_steps * config.grpo_batch_size, 64), seed=seed)
 
-    def evaluate(model, force=None):
-        return _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+    cpu = {"sft": 0.0, "ref_accuracy": 0.0, "grpo": 0.0, "eval_greedy": 0.0, "eval_sampled": 0.0}
 
-    sft_models, hist = {}, {}
+    def evaluate(model, force=None, sampled=False):
+        t0 = time.process_time()
+        out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+        t1 = time.process_time()
+        cpu["eval_greedy"] += t1 - t0
+        if sampled and test_sampled:
+            for t in SAMPLING_TEMPERATURES:
+                g = torch.Generator().manual_seed(seed + 3000)
+                rep = evaluate_modes(model, tok, test_sampled, prompt_length=P, max_new_tokens=C,
+                                     force=force, temperature=t, generator=g)
+                out.update(_flatten(rep, prefix=f"T{t}/"))
+            cpu["eval_sampled"] += time.process_time() - t1
+        return out
+
+    sft_models, hist, ref_acc = {}, {}, {}
     for name, augment in (("naive", False), ("aug", True)):
         ds = task.sft_dataset(config.sft_examples, augment_verbose=augment, seed=seed)
         model = copy.deepcopy(init)
         h: dict = {}
+        t0 = time.process_time()
         train_adaptive_reasoner(model, tok, ds, None, None, cfg, history=h)
+        t1 = time.process_time()
+        cpu["sft"] += t1 - t0
         sft_models[name] = model
         hist[f"sft_{name}"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
+        # Rbar_ref(x): the stage-1 model's forced-think accuracy at the rollout temperature
+        ref_acc[name] = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
+                                                 max_new_tokens=C, temperature=cfg.temperature, seed=seed)
+        cpu["ref_accuracy"] += time.process_time() - t1
 
-    rewards = {"adapt": adaptthink_reward(delta=config.delta), "acc": accuracy_reward(),
-               "thinkless": thinkless_reward(), "oracle": oracle_mode_reward()}
+    def reward(kind: str, start: str):
+        if kind == "adapt":
+            return adaptthink_reward(delta=config.delta, ref_accuracy=ref_acc[start])
+        if kind == "acc":  # correctness only: R_adapt with delta = 0, same baseline and estimator
+            return adaptthink_reward(delta=0.0, ref_accuracy=ref_acc[start])
+        return thinkless_reward() if kind == "thinkless" else oracle_mode_reward()
+
     plan = {"b0": ("naive", "adapt"), "m2": ("aug", "adapt"), "a1_thinkless": ("aug", "thinkless"),
             "a2_oracle": ("aug", "oracle"), "ctrl_naive_acc": ("naive", "acc"),
             "ctrl_aug_acc": ("aug", "acc")}
     if not config.ablations:
         plan = {k: v for k, v in plan.items() if k in ("b0", "m2", "ctrl_naive_acc", "ctrl_aug_acc")}
+    sampled_arms = ("b0", "m1", "m2", "ctrl_aug_acc", "always_think", "never_think")
     metrics: dict[str, dict[str, float]] = {
         "b0_sft": evaluate(sft_models["naive"]),
-        "m1": evaluate(sft_models["aug"]),
+        "m1": evaluate(sft_models["aug"], sampled=True),
     }
-    for arm, (start, reward) in plan.items():
+    for arm, (start, kind) in plan.items():
         model = copy.deepcopy(sft_models[start])
         h = {}
-        train_adaptive_reasoner(model, tok, None, rl, rewards[reward], cfg, history=h)
-        metrics[arm] = evaluate(model)
+        t0 = time.process_time()
+        train_adaptive_reasoner(model, tok, None, rl, reward(kind, start), cfg, history=h)
+        cpu["grpo"] += time.process_time() - t0
+        metrics[arm] = evaluate(model, sampled=arm in sampled_arms)
         hist[f"grpo_{arm}"] = [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]]
         if arm == "b0":
-            metrics["always_think"] = evaluate(model, force="think")
-            metrics["never_think"] = evaluate(model, force="no_think")
+            metrics["always_think"] = evaluate(model, force="think", sampled=True)
+            metrics["never_think"] = evaluate(model, force="no_think", sampled=True)
     params = init.num_parameters()
     for m in metrics.values():
         m["params"] = float(params)
-    return SeedOutput(metrics=metrics, extras={"history": hist})
+    return SeedOutput(metrics=metrics, extras={"history": hist, "cpu_seconds": cpu})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,12 +211,17 @@ def _misled(m, arm: str) -> Decision:
                     {"arm": arm, "think_simple_verbose": sv, "think_simple_concise": sc})
 
 
-def _closes_gap(m, arm: str) -> Decision:
-    gm, gb = np.asarray(m[arm]["robustness_gap"]), np.asarray(m["b0"]["robustness_gap"])
+def _closes_gap(m, arm: str, base: str = "b0", with_prob: bool = False) -> Decision:
+    gm, gb = np.asarray(m[arm]["robustness_gap"]), np.asarray(m[base]["robustness_gap"])
     ok = bool(np.all(gm <= gb - 0.30))
-    return Decision(REPRODUCED if ok else NOT_REPRODUCED,
-                    f"gap {arm} {gm.mean():.2f} vs b0 {gb.mean():.2f}",
-                    {"arm": arm, "gap": gm.tolist(), "gap_b0": gb.tolist()})
+    text = f"gap {arm} {gm.mean():.2f} vs {base} {gb.mean():.2f}"
+    evidence = {"arm": arm, "gap": gm.tolist(), "gap_base": gb.tolist()}
+    if with_prob:  # the same gap in mean P(<think>), not only in greedy decisions
+        pm, pb = np.asarray(m[arm]["think_prob_gap"]), np.asarray(m[base]["think_prob_gap"])
+        ok = ok and bool(np.all(pm <= pb - 0.30))
+        text += f"; P(think) gap {pm.mean():.2f} vs {pb.mean():.2f}"
+        evidence.update(prob_gap=pm.tolist(), prob_gap_base=pb.tolist())
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED, text, evidence)
 
 
 def _efficient(m, arm: str) -> Decision:
@@ -166,17 +229,20 @@ def _efficient(m, arm: str) -> Decision:
     tok, tok_b1 = _mean(m, arm, "overall/tokens"), _mean(m, "always_think", "overall/tokens")
     cx, cx_b1 = _mean(m, arm, "complex_accuracy"), _mean(m, "always_think", "complex_accuracy")
     acc, acc_b0 = _mean(m, arm, "overall/accuracy"), _mean(m, "b0", "overall/accuracy")
-    parts = {"sv_tokens_40pct_below_b0": tok_sv <= 0.6 * tok_sv_b0,
+    cx_b2 = _mean(m, "never_think", "complex_accuracy")
+    parts = {"thinking_needed": cx_b2 <= cx_b1 - 0.30,
+             "sv_tokens_40pct_below_b0": tok_sv <= 0.6 * tok_sv_b0,
              "tokens_25pct_below_always_think": tok <= 0.75 * tok_b1,
              "complex_acc_within_3pts_of_always_think": cx >= cx_b1 - 0.03,
              "overall_acc_at_least_b0_minus_2pts": acc >= acc_b0 - 0.02}
     ok = all(parts.values())
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
-                    f"{arm}: sv tokens {tok_sv:.1f} vs b0 {tok_sv_b0:.1f}; tokens {tok:.1f} vs always-think "
+                    f"{arm}: complex acc never/always-think {cx_b2:.2f}/{cx_b1:.2f}; "
+                    f"sv tokens {tok_sv:.1f} vs b0 {tok_sv_b0:.1f}; tokens {tok:.1f} vs always-think "
                     f"{tok_b1:.1f}; complex acc {cx:.2f} vs {cx_b1:.2f}; acc {acc:.2f} vs b0 {acc_b0:.2f}",
                     {"arm": arm, **parts, "tok_sv": tok_sv, "tok_sv_b0": tok_sv_b0, "tokens": tok,
                      "tokens_always_think": tok_b1, "complex_acc": cx, "complex_acc_always_think": cx_b1,
-                     "acc": acc, "acc_b0": acc_b0})
+                     "acc": acc, "acc_b0": acc_b0, "complex_acc_never_think": cx_b2})
 
 
 def _grpo_value(m, arm: str) -> Decision:
@@ -193,15 +259,16 @@ def _grpo_value(m, arm: str) -> Decision:
 
 
 SCALE = ("laptop-scale: ~0.1M-param char transformer trained from scratch on mod-10 costume "
-         "arithmetic (3-4-op chains as complex problems), greedy eval on held-out problems")
+         "arithmetic (3-4-op chains as complex problems), greedy eval on held-out problems with "
+         "held-out filler words and costume structure")
 
 CLAIMS = (
     Claim(
         id="naive_misled",
-        statement="A naive adaptive reasoner picks the mode from verbosity: it thinks on verbose "
-                  "simple problems while answering concise simple problems directly.",
+        statement="[the failure, B0] A naive adaptive reasoner picks the mode from verbosity: it thinks "
+                  "on verbose simple problems while answering concise simple problems directly.",
         paper_value="qualitative (abstract)",
-        metric="think rate on simple-verbose vs simple-concise for B0 (naive SFT + GRPO)",
+        metric="greedy think rate on simple-verbose vs simple-concise for B0 (naive SFT + GRPO)",
         scale=SCALE,
         rule="mean over seeds: B0 think rate on simple-verbose >= 0.5 and on simple-concise <= 0.2",
         decide=lambda m, c: _misled(m, "b0"),
@@ -210,12 +277,27 @@ CLAIMS = (
         arms=ClaimArms(method="b0", control="m2"),
     ),
     Claim(
+        id="augmentation_closes_gap",
+        statement="[stage 1] Verbosity-augmented SFT alone closes the robustness gap of naive SFT on "
+                  "held-out costumes.",
+        paper_value="qualitative (abstract: stage 1 teaches the model to ignore verbosity)",
+        metric="robustness gap = greedy think rate(simple-verbose) - think rate(simple-concise), lower is better",
+        scale=SCALE,
+        rule="in every seed: gap(M1) <= gap(naive SFT) - 0.30, both for the greedy think rate and for "
+             "the mean probability of <think> as first token",
+        decide=lambda m, c: _closes_gap(m, "m1", "b0_sft", with_prob=True),
+        control_description="naive SFT + GRPO with the adaptive reward (B0): no augmentation; if it "
+                            "passes, the reward alone closes the gap and stage 1 is not needed",
+        control=lambda m, c: _closes_gap(m, "b0", "b0_sft", with_prob=True),
+        arms=ClaimArms(method="m1", baselines=("b0_sft",), control="b0"),
+    ),
+    Claim(
         id="closes_gap",
-        statement="Verbosity-augmented SFT + GRPO with the adaptive reward closes the robustness gap "
-                  "(credited to the two stages together only if stage 1 with a correctness-only "
-                  "reward fails the same rule).",
+        statement="[stages 1+2] Augmented SFT + GRPO with the adaptive reward closes the robustness gap "
+                  "of B0; credited to the adaptive reward only if augmented SFT + correctness-only "
+                  "GRPO fails the same rule.",
         paper_value="qualitative (abstract: more robust to misleading cues)",
-        metric="robustness gap = think rate(simple-verbose) - think rate(simple-concise), lower is better",
+        metric="robustness gap = greedy think rate(simple-verbose) - think rate(simple-concise), lower is better",
         scale=SCALE,
         rule="in every seed: gap(M2) <= gap(B0) - 0.30",
         decide=lambda m, c: _closes_gap(m, "m2"),
@@ -226,23 +308,26 @@ CLAIMS = (
     ),
     Claim(
         id="efficiency",
-        statement="The method generates fewer tokens without losing accuracy on complex problems.",
+        statement="[stages 1+2] The method generates fewer tokens without losing accuracy on complex "
+                  "problems (on a task where thinking is needed); credited to the adaptive reward only "
+                  "if the correctness-only control fails.",
         paper_value="qualitative (abstract: lower computational overhead, no accuracy loss)",
-        metric="generated tokens (lower is better) and exact-match accuracy",
+        metric="greedy generated tokens (lower is better) and exact-match accuracy",
         scale=SCALE,
-        rule="seed means: M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
+        rule="seed means: never-think complex accuracy <= always-think's - 0.30 (thinking is needed); "
+             "M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
              "always-think's; M2 complex accuracy >= always-think's - 0.03; M2 overall accuracy >= B0's - 0.02",
         decide=lambda m, c: _efficient(m, "m2"),
         control_description="augmented SFT + GRPO with a correctness-only reward (ctrl_aug_acc) in place "
                             "of M2: stage 1 without the adaptive reward",
         control=lambda m, c: _efficient(m, "ctrl_aug_acc"),
-        arms=ClaimArms(method="m2", baselines=("b0", "always_think"), control="ctrl_aug_acc"),
+        arms=ClaimArms(method="m2", baselines=("b0", "always_think", "never_think"), control="ctrl_aug_acc"),
     ),
     Claim(
         id="grpo_adds_value",
-        statement="Stage 2 (GRPO with the adaptive reward) improves on stage-1 SFT alone.",
+        statement="[stage 2] GRPO with the adaptive reward improves on stage-1 SFT alone.",
         paper_value="qualitative (two-stage method)",
-        metric="overall mode accuracy vs the oracle complexity label (higher is better), tokens",
+        metric="greedy overall mode accuracy vs the oracle complexity label (higher is better), tokens",
         scale=SCALE,
         rule="seed means: mode acc(M2) - mode acc(M1) >= 0.02 with accuracy >= M1's - 0.02, or "
              "mode acc gain >= -0.01 with tokens <= 0.9 x M1's and accuracy >= M1's - 0.02",

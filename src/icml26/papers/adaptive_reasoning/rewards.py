@@ -49,8 +49,12 @@ def adaptthink_reward(delta: float = 0.05,
     ref_accuracy : mapping prompt -> float, or callable, optional
         Rbar_ref(x): the reference (SFT) model's mean *thinking* accuracy on x, which the
         released code pre-samples with K=16 responses (``..._K16_...`` ref file; verified).
-        Default 0. Note: it is constant within a GRPO group, so group-centred advantages do not
-        depend on it; it matters only for un-centred (AdaptThink's "naive") advantages.
+        Default 0. It is constant within a GRPO group, so group-centred advantages do not
+        depend on it; it is the baseline of AdaptThink's un-centred ("naive") advantages, which
+        :func:`~.trainer.train_adaptive_reasoner` uses for this reward by default.
+
+    The returned function carries ``adaptthink = True`` so that the trainer can pick
+    AdaptThink's estimator for it.
     """
     if not math.isfinite(delta):
         raise ValueError("delta must be finite")
@@ -73,6 +77,7 @@ def adaptthink_reward(delta: float = 0.05,
             out.append(bonus + float(fmt.is_correct(c, a)) - ref(p))
         return out
 
+    adaptthink.adaptthink = True
     return adaptthink
 
 

@@ -10,10 +10,15 @@ operations:
   (``3+5=8;8*7=6;6-2=4``), and every step is a simple fact.
 
 Phrasings ("costumes", paper abstract): **concise** = the bare expression; **verbose** = the same
-expression preceded by filler words, the question coming last as in "please note that ... what is
-3+5?" (no extra numbers, so the true complexity is unchanged). A filler
-word is one token (a letter of :data:`FILLER_WORDS`' alphabet), so a verbose prompt has 20-40
-filler tokens as in the brief. Verbose simple and verbose complex prompts have the *same* length
+expression wrapped in filler words, the question coming last as in "please note that ... what is
+3+5?" (no extra numbers, so the true complexity is unchanged). A filler word is two tokens
+(two "pieces", letters of :data:`FILLER_ALPHABET`, each rendered as a word of :data:`FILLER_WORDS`),
+so a verbose prompt has 20-40 filler tokens as in the brief. Evaluation costumes are held out
+(issue 22): 30 % of the 1600 filler words and the structure "wrap" (filler on both sides of the
+expression) never occur in training prompts, which use the other words and the structures "prefix"
+and "suffix". Held-out words are new combinations of seen pieces, as a new word is a new
+combination of known sub-word tokens for an LLM; a piece itself is never unseen (an unseen token
+of a model trained from scratch has no meaning at all). Verbose simple and verbose complex prompts have the *same* length
 distribution (total length drawn from one range), so prompt length is no cue to complexity there,
 while in natural data (concise simple vs. often verbose complex) long prompts are harder.
 
@@ -42,6 +47,12 @@ FILLER_WORDS = (
 FILLER_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
 assert len(FILLER_ALPHABET) == len(FILLER_WORDS)
 CELLS = ("simple-concise", "simple-verbose", "complex-concise", "complex-verbose")
+#: a filler word is an ordered pair of pieces; this fraction of the words is held out for evaluation
+HELDOUT_WORD_FRACTION = 0.3
+#: where the filler goes: before the expression, after it, or split around it ("wrap")
+STRUCTURES = ("prefix", "suffix", "wrap")
+TRAIN_STRUCTURES = ("prefix", "suffix")
+HELDOUT_STRUCTURES = ("wrap",)
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,12 @@ class CostumeArithmetic:
         shared by simple and complex so that verbose lengths match (brief: 20-40 filler tokens).
     test_fraction : float
         Fraction of complex operand/operation tuples held out for the test split.
+    heldout_costumes : bool, defaults to True
+        Test-split verbose prompts use only held-out filler words (``filler_words["test"]``) and
+        the held-out structure ``"wrap"`` (filler on both sides of the expression); training
+        prompts use the other words and the structures ``"prefix"``/``"suffix"`` (issue 22: a
+        costume seen in training is no test of robustness to costumes). False: both splits use
+        the training costumes.
     seed : int
         Seed of the split and of every dataset drawn from this object (each call takes a
         ``seed`` too, so datasets are reproducible and independent of call order).
@@ -149,7 +166,8 @@ class CostumeArithmetic:
     """
 
     def __init__(self, complex_ops: tuple[int, int] = (3, 4), verbose_length: tuple[int, int] = (24, 40),
-                 test_fraction: float = 0.3, seed: int = 0, fmt: ModeFormat | None = None) -> None:
+                 test_fraction: float = 0.3, seed: int = 0, fmt: ModeFormat | None = None,
+                 heldout_costumes: bool = True) -> None:
         lo, hi = complex_ops
         if not 2 <= lo <= hi <= 6:
             raise ValueError(f"complex_ops must satisfy 2 <= lo <= hi <= 6, got {complex_ops}")
@@ -160,6 +178,7 @@ class CostumeArithmetic:
         if not 0 < test_fraction < 1:
             raise ValueError("test_fraction must be in (0, 1)")
         self.complex_ops = (lo, hi)
+        self.heldout_costumes = bool(heldout_costumes)
         self.verbose_length = (vlo, vhi)
         self.seed = seed
         self.fmt = fmt or ModeFormat()
@@ -177,19 +196,36 @@ class CostumeArithmetic:
             n_test = int(round(test_fraction * len(keys)))
             self._complex_pool["test"] += keys[:n_test]
             self._complex_pool["train"] += keys[n_test:]
+        words = [a + b for a in FILLER_ALPHABET for b in FILLER_ALPHABET]
+        perm = rng.permutation(len(words))
+        n_held = int(round(HELDOUT_WORD_FRACTION * len(words)))
+        self.filler_words = {"test": [words[int(i)] for i in perm[:n_held]],
+                             "train": [words[int(i)] for i in perm[n_held:]]}
         # simple problems: all 300 facts appear in both splits (a fact cannot be inferred from the
         # others at mod-10 scale); their test *prompts* differ (fresh filler), see README.
         self._simple_pool = [((a, b), (o,)) for a, b, o in itertools.product(range(10), range(10), OPS)]
 
     # ------------------------------------------------------------------------------------------
-    def _phrase(self, expr: str, phrasing: str, rng: np.random.Generator) -> str:
+    def costumes(self, split: str) -> tuple[list[str], tuple[str, ...]]:
+        """(filler words, structures) of the verbose costume in ``split``."""
+        if split == "test" and self.heldout_costumes:
+            return self.filler_words["test"], HELDOUT_STRUCTURES
+        return self.filler_words["train"], TRAIN_STRUCTURES
+
+    def _phrase(self, expr: str, phrasing: str, rng: np.random.Generator, split: str = "train") -> str:
         if phrasing == "concise":
             return expr + "?"
+        vocab, structures = self.costumes(split)
         total = int(rng.integers(self.verbose_length[0], self.verbose_length[1] + 1))
-        n_fill = total - len(expr) - 1
-        words = rng.integers(0, len(FILLER_ALPHABET), size=n_fill)
-        filler = "".join(FILLER_ALPHABET[int(i)] for i in words)
-        return filler + expr + "?"
+        n_words = (total - len(expr) - 1) // 2  # two tokens per word
+        words = [vocab[int(i)] for i in rng.integers(0, len(vocab), size=n_words)]
+        structure = structures[int(rng.integers(0, len(structures)))]
+        if structure == "prefix":
+            return "".join(words) + expr + "?"
+        if structure == "suffix":
+            return expr + "".join(words) + "?"
+        cut = int(rng.integers(1, n_words))  # wrap: filler words on both sides
+        return "".join(words[:cut]) + expr + "".join(words[cut:]) + "?"
 
     def problem(self, complexity: str, phrasing: str, split: str, rng: np.random.Generator,
                 with_think: bool | None = None) -> dict:
@@ -204,7 +240,7 @@ class CostumeArithmetic:
         answer, steps = evaluate_chain(operands, ops)
         think = (complexity == "complex") if with_think is None else with_think
         return {
-            "prompt": self._phrase(expr, phrasing, rng),
+            "prompt": self._phrase(expr, phrasing, rng, split),
             "completion": self.fmt.target(answer, steps if think else None),
             "answer": str(answer),
             "complexity": complexity,
@@ -212,7 +248,8 @@ class CostumeArithmetic:
         }
 
     def sft_dataset(self, n: int, *, augment_verbose: bool = True, complex_verbose_frac: float = 0.5,
-                    simple_think_frac: float = 0.15, seed: int = 0) -> list[dict]:
+                    simple_think_frac: float = 0.15, complex_direct_frac: float = 0.15,
+                    seed: int = 0) -> list[dict]:
         """Stage-1 SFT data (brief Sec. 2 "Stage 1").
 
         Half the examples are simple, half complex. With ``augment_verbose`` (the paper's
@@ -221,12 +258,16 @@ class CostumeArithmetic:
         problems are verbose with probability ``complex_verbose_frac`` and get think targets.
         A fraction ``simple_think_frac`` of simple problems gets a think target instead
         (Thinkless-style warm-up so that both modes stay explorable and thinking on simple
-        problems is accurate; our choice).
+        problems is accurate; our choice). Symmetrically, a fraction ``complex_direct_frac`` of
+        complex problems gets a direct (no-think) target, so that the never-think baseline answers
+        in the right format and its accuracy shows how much thinking is needed (issue 22; our
+        choice).
         """
         if n < 2:
             raise ValueError("n must be >= 2")
-        if not (0 <= complex_verbose_frac <= 1 and 0 <= simple_think_frac < 1):
-            raise ValueError("complex_verbose_frac must be in [0, 1], simple_think_frac in [0, 1)")
+        if not (0 <= complex_verbose_frac <= 1 and 0 <= simple_think_frac < 1 and 0 <= complex_direct_frac < 1):
+            raise ValueError("complex_verbose_frac must be in [0, 1], simple_think_frac and "
+                             "complex_direct_frac in [0, 1)")
         rng = np.random.default_rng([self.seed, seed, 11])
         rows: list[dict] = []
         n_simple = n // 2
@@ -239,7 +280,8 @@ class CostumeArithmetic:
                 rows.append(self.problem("simple", "verbose", "train", rng, with_think=think))
         while len(rows) < n:
             phrasing = "verbose" if rng.random() < complex_verbose_frac else "concise"
-            rows.append(self.problem("complex", phrasing, "train", rng))
+            think = not bool(rng.random() < complex_direct_frac)
+            rows.append(self.problem("complex", phrasing, "train", rng, with_think=think))
         order = rng.permutation(len(rows))
         return [rows[int(i)] for i in order]
 

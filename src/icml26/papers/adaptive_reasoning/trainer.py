@@ -9,6 +9,7 @@ are filled from AdaptThink (arXiv:2505.13417) and Thinkless (arXiv:2505.13379), 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -47,9 +48,18 @@ class AdaptiveReasonerConfig:
     temperature : float, defaults to 1.0 -- TRL default (AdaptThink samples at 0.6)
     balance_first_token : bool, defaults to True
         Force the first token of half of each group to ``<think>`` and half to ``<nothink>``
-        (AdaptThink's ``nothinking_ratio=0.5``; verified in its released script). We keep the
-        plain on-policy ratio for the forced token instead of AdaptThink's importance-sampling
-        correction of pi_old (see README).
+        (AdaptThink's ``nothinking_ratio=0.5``; verified in its released script).
+    estimator : str or None, defaults to None
+        ``"adaptthink"``: AdaptThink's released estimator (bojieli/AdaptThink mirror of
+        THU-KEG/AdaptThink, ``scripts/run_adapt_think_1.5b_...sh``: ``algorithm.adv_estimator=naive``,
+        ``adjust_old_logprobs=True``; ``src/adapt_think_core_algos.py``, ``compute_policy_loss``):
+        un-centred advantages A = r (the reward's -Rbar_ref(x) is the baseline, so
+        ``scale_rewards="none"`` and the reference term is *not* cancelled), old log-prob of the
+        forced mode token set to log(0.5) (the importance-sampling correction for balanced
+        forcing), one ratio per sequence from masked-mean log-probs, mean over sequences
+        (``loss_type="grpo"``). ``"trl"``: TRL's GRPO with this config's ``loss_type`` and
+        ``scale_rewards``, on-policy ratio for the forced token. None: ``"adaptthink"`` when the
+        reward was built by :func:`~.rewards.adaptthink_reward`, else ``"trl"``.
     control_token_weight : float, defaults to 1.0
         Loss weight of the mode token (DeGRPO's decoupling, Thinkless uses 0.001 with its own
         normalisation; 1.0 = plain GRPO).
@@ -73,6 +83,7 @@ class AdaptiveReasonerConfig:
     temperature: float = 1.0
     balance_first_token: bool = True
     control_token_weight: float = 1.0
+    estimator: str | None = None
     max_completion_length: int | None = None
     prompt_length: int | None = None
     seed: int = 0
@@ -84,6 +95,20 @@ class AdaptiveReasonerConfig:
             raise ValueError("balance_first_token needs an even num_generations")
         if self.control_token_weight < 0:
             raise ValueError("control_token_weight must be >= 0")
+        if self.estimator not in (None, "adaptthink", "trl"):
+            raise ValueError(f"estimator must be None, 'adaptthink' or 'trl', got {self.estimator!r}")
+        if self.estimator == "adaptthink" and not self.balance_first_token:
+            raise ValueError("the AdaptThink estimator corrects balanced forcing: needs balance_first_token")
+
+
+def resolve_estimator(config: AdaptiveReasonerConfig, reward) -> str:
+    """``config.estimator``, or the default for ``reward`` (AdaptThink's for its reward)."""
+    if config.estimator is not None:
+        return config.estimator
+    funcs = reward if isinstance(reward, (list, tuple)) else [reward]
+    if config.balance_first_token and any(getattr(f, "adaptthink", False) for f in funcs):
+        return "adaptthink"
+    return "trl"
 
 
 def encode_prompt(tok: CharTokenizer, prompt: str) -> list[int]:
@@ -156,12 +181,15 @@ def train_adaptive_reasoner(
                 return w
 
         max_len = config.max_completion_length or 32
+        est = {"loss_type": config.loss_type, "scale_rewards": config.scale_rewards}
+        if resolve_estimator(config, reward) == "adaptthink":
+            est = {"loss_type": "grpo", "scale_rewards": "none", "advantage_estimator": "naive",
+                   "importance_sampling_level": "sequence", "forced_old_logprob": math.log(0.5)}
         args = GRPOConfig(num_generations=G, max_completion_length=max_len,
                           temperature=config.temperature, beta=config.beta, epsilon=config.epsilon,
-                          epsilon_high=config.epsilon_high, loss_type=config.loss_type,
-                          scale_rewards=config.scale_rewards, learning_rate=config.grpo_learning_rate,
+                          epsilon_high=config.epsilon_high, learning_rate=config.grpo_learning_rate,
                           per_device_train_batch_size=config.grpo_batch_size,
-                          max_steps=config.grpo_steps, seed=config.seed)
+                          max_steps=config.grpo_steps, seed=config.seed, **est)
         trainer = GRPOTrainer(model, reward, args, rl_prompts, tokenizer, prompt_length=P,
                               force_prefix_fn=force, token_weight_fn=weight_fn)
         logs = []
@@ -174,6 +202,7 @@ def train_adaptive_reasoner(
         trainer.train(callback=cb)
         if history is not None:
             history["grpo"] = [vars(log) for log in logs]
+            history["grpo_args"] = vars(args) if hasattr(args, "__dict__") else {}
     return model
 
 
@@ -265,21 +294,27 @@ def evaluate_modes(
 def reference_think_accuracy(model: torch.nn.Module, tokenizer: CharTokenizer, rows: Sequence[dict],
                              *, k: int = 16, fmt: ModeFormat | None = None, temperature: float = 1.0,
                              prompt_length: int | None = None, max_new_tokens: int = 32,
-                             seed: int = 0) -> dict[str, float]:
+                             seed: int = 0, batch_size: int = 2048) -> dict[str, float]:
     """Rbar_ref(x) for AdaptThink's reward: the mean accuracy of ``k`` forced-think samples of the
-    reference model per prompt (AdaptThink pre-samples K=16; its ``avg_acc_thinking``)."""
+    reference model per prompt (AdaptThink pre-samples K=16; its ``avg_acc_thinking``).
+    Duplicate prompts are sampled once; all samples are drawn in batches of ``batch_size`` rows."""
     fmt = fmt or ModeFormat()
     if k < 1:
         raise ValueError("k must be >= 1")
+    if len(rows) == 0:
+        raise ValueError("no rows")
     g = torch.Generator().manual_seed(seed)
     think_id = tokenizer.token_id(fmt.think)
-    P = prompt_length or max(len(encode_prompt(tokenizer, r["prompt"])) for r in rows)
-    out: dict[str, float] = {}
-    for r in rows:
-        ids = [encode_prompt(tokenizer, r["prompt"])] * k
-        gen = generate(model, ids, max_new_tokens=max_new_tokens, pad_id=tokenizer.pad_id,
-                       stop_ids=[tokenizer.eos_id], temperature=temperature,
-                       force_prefix=[[think_id]] * k, prompt_length=P, generator=g)
-        texts = [tokenizer.decode([t for t in c if t != tokenizer.eos_id]) for c in gen.completions()]
-        out[r["prompt"]] = float(np.mean([fmt.is_correct(t, r["answer"]) for t in texts]))
-    return out
+    uniq = {r["prompt"]: str(r["answer"]) for r in rows}
+    P = prompt_length or max(len(encode_prompt(tokenizer, p)) for p in uniq)
+    flat = [(p, a) for p, a in uniq.items() for _ in range(k)]
+    correct: dict[str, list[float]] = {p: [] for p in uniq}
+    for start in range(0, len(flat), batch_size):
+        chunk = flat[start:start + batch_size]
+        gen = generate(model, [encode_prompt(tokenizer, p) for p, _ in chunk], max_new_tokens=max_new_tokens,
+                       pad_id=tokenizer.pad_id, stop_ids=[tokenizer.eos_id], temperature=temperature,
+                       force_prefix=[[think_id]] * len(chunk), prompt_length=P, generator=g)
+        for (p, a), c in zip(chunk, gen.completions(), strict=True):
+            text = tokenizer.decode([t for t in c if t != tokenizer.eos_id])
+            correct[p].append(float(fmt.is_correct(text, a)))
+    return {p: float(np.mean(v)) for p, v in correct.items()}
