@@ -66,7 +66,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls):
-        return cls(seeds=(0, 1, 2), n_train=240, n_test=80, epochs=30, lr=3e-3)
+        return cls(seeds=(0, 1, 2), n_train=200, n_test=80, epochs=20, lr=3e-3)
 
     @classmethod
     def full(cls):

@@ -99,7 +99,11 @@ def measure(sig, fs: float) -> Measurements:
         seg = (lo, on - int(0.01 * fs))
         ref = (beat[:, seg[0]:seg[1]] - iso[:, None]).ravel()
         cors = []
-        for k in good:
+        # judge on beats after a long RR (>= 60th percentile), so the previous T wave is out of the window
+        prev_rr = {int(pk): float(r) for pk, r in zip(peaks[1:], np.diff(peaks), strict=True)}
+        cut = float(np.percentile(list(prev_rr.values()), 60))
+        judged = [k for k in good if prev_rr.get(int(k), 0.0) >= cut] or list(good)
+        for k in judged:
             w = (y[:, k - pre + seg[0]:k - pre + seg[1]] - y[:, k - pre + knot][:, None]).ravel()
             den = np.linalg.norm(w) * np.linalg.norm(ref)
             cors.append(float(w @ ref / den) if den > 0 else 0.0)
