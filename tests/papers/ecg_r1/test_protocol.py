@@ -7,7 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from icml26.papers.ecg_r1 import ECGProtocol, Measurements, axis_quadrant, interpret, qtc_bazett, qtc_fridericia
+from icml26.papers.ecg_r1 import (
+    ECGProtocol,
+    Measurements,
+    axis_quadrant,
+    interpret,
+    qtc_bazett,
+    qtc_fridericia,
+)
 from icml26.papers.ecg_r1.protocol import LEADS, STEP_KEYS
 
 R = {ld: 0.8 for ld in LEADS}

@@ -21,7 +21,13 @@ from .protocol import (
     qtc_fridericia,
 )
 from .render import plot_ecg12, render_ecg_image
-from .reports import label_conditioned_report, numeric_errors, parse_numbers, protocol_report, render_report
+from .reports import (
+    label_conditioned_report,
+    numeric_errors,
+    parse_numbers,
+    protocol_report,
+    render_report,
+)
 from .rewards import diagnosis_accuracy_reward, format_reward, key_evidence_reward
 from .simulate import ECGParams, sample_params, simulate_ecg
 

@@ -16,7 +16,13 @@ import numpy as np
 from .measure import detect_r_peaks, measure
 from .protocol import LABELS, ECGProtocol
 from .render import render_ecg_image
-from .reports import label_conditioned_report, measured_numbers, parse_numbers, protocol_report, render_report
+from .reports import (
+    label_conditioned_report,
+    measured_numbers,
+    parse_numbers,
+    protocol_report,
+    render_report,
+)
 from .simulate import sample_params, simulate_ecg
 
 CORPORA = ("protocol", "label_only", "wrong_measurements")

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from icml26.harness import Claim, ClaimArms, Decision, ExperimentConfig, SeedOutput, all_of, paired_improvement
+from icml26.harness import (
+    Claim,
+    ClaimArms,
+    Decision,
+    ExperimentConfig,
+    SeedOutput,
+    all_of,
+    paired_improvement,
+)
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, mean_se, threshold_rule
 from icml26.harness.plots import save_figure
 
@@ -62,7 +70,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def smoke(cls):
-        return cls(seeds=(0,), n_train=120, n_test=40, epochs=6)
+        return cls(seeds=(0,), n_train=100, n_test=40, epochs=6, duration_s=6.0)
 
     @classmethod
     def quick(cls):
