@@ -140,3 +140,32 @@ def test_numeric_tolerances_and_report_roundtrip(records):
     wrong = render_report({**measured_numbers(m), "qrs": m.qrs_ms + 50}, [])
     assert evaluate_reports([wrong], [sol], [measured_numbers(m)])["hallucination"] > 0
     assert cross_modal_agreement([text], [text]) == {"label_agreement": 1.0, "number_agreement": 1.0}
+
+
+def test_model_pipeline_learns_and_checks_modality():
+    import torch
+
+    from icml26.papers.ecg_r1 import (
+        ECGR1Tiny,
+        InterleavedModalityDropout,
+        generate_reports,
+        make_corpus,
+        train_model,
+    )
+    from icml26.papers.ecg_r1.corpus import number_targets
+
+    torch.manual_seed(0)
+    data = make_corpus(40, seed=1, duration_s=5.0)
+    nums, mask = number_targets(data.texts["protocol"])
+    assert (mask[:, 0] == 1).all()  # every protocol text states the rate
+    model = ECGR1Tiny(data.features.shape[1], data.images.shape[1:])
+    budget = train_model(model, data.features, data.images, data.labels, nums, mask, epochs=30, lr=3e-3,
+                         batch_size=20, transform=InterleavedModalityDropout(seed=0))
+    assert budget["steps"] == 60
+    reps = generate_reports(model, data.features, data.images, "signal")
+    res = evaluate_reports(reps, data.solutions, data.truth_numbers)
+    assert res["format"] == 1.0 and res["jaccard"] > 0.6  # fits its training records
+    with pytest.raises(ValueError, match="modality"):
+        generate_reports(model, data.features, data.images, "text")
+    with pytest.raises(ValueError, match="at least 2"):
+        make_corpus(1, seed=0)

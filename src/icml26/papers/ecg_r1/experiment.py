@@ -216,6 +216,6 @@ def plot(config: Config, outputs, outdir):
                yerr=[np.std(v) / math.sqrt(max(1, len(v))) for v in vals], label=arm)
     ax.set_xticks(range(3), [f"input: {m}" for m in mods])
     ax.set_ylabel("numeric hallucination rate")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     paths.append(save_figure(fig, f"{outdir}/ecg_r1_hallucination.png"))
     return paths
