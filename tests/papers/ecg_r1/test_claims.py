@@ -8,9 +8,9 @@ import pytest
 
 from icml26.harness import assert_pinned, run_paper
 from icml26.harness.config import ConfigError
-from icml26.papers.ecg_r1.experiment import ARMS, CLAIMS, Config
+from icml26.papers.ecg_r1.experiment import ARMS, CLAIMS, RL_ARMS, Config
 
-CLAIM_IDS = {"grounding", "imd_robustness"}
+CLAIM_IDS = {"grounding", "imd_robustness", "evidence_rl"}
 
 
 def test_smoke_verdicts_are_pinned(tmp_path):
@@ -25,14 +25,16 @@ def test_claims_name_their_arms_and_official_defaults():
     arms = {c.id: c.arms for c in CLAIMS}
     assert arms["grounding"].control == "wrong_meas_imd" and arms["grounding"].baselines == ("label_only_imd",)
     assert arms["imd_robustness"].control == "protocol_randdrop"
-    assert set(ARMS) >= {a for c in CLAIMS for a in c.arms.names}
+    assert arms["evidence_rl"].control == "rl_accuracy" and arms["evidence_rl"].baselines == ("protocol_imd",)
+    assert set(ARMS) | set(RL_ARMS) >= {a for c in CLAIMS for a in c.arms.names}
     c = Config.quick()
     assert (c.p_drop, c.p_swap) == (0.5, 0.1)  # official MODALITY_DROPOUT_PROB, INTERLEAVE_PROB
-    assert len(c.seeds) == 3
+    assert len(c.seeds) == 3 and c.num_generations == 6  # official num_generations
 
 
 @pytest.mark.parametrize("change", [{"n_train": 5}, {"p_drop": 1.5}, {"p_swap": -0.1}, {"epochs": 0},
-                                    {"fs": 0.0}, {"duration_s": 1.0}])
+                                    {"fs": 0.0}, {"duration_s": 1.0},
+                                    {"num_generations": 1}, {"rl_steps": 0}])
 def test_config_bounds(change):
     with pytest.raises(ConfigError):
         dataclasses.replace(Config.smoke(), **change)

@@ -99,3 +99,34 @@ def test_imd_single_modality_is_restored_and_control_rate():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="probability"):
             InterleavedModalityDropout(p_drop=bad)
+
+
+def test_grpo_rewards_move_the_policy_toward_the_reward():
+    """A reward that pays for one label must raise that label's probability (policy-gradient sign check)."""
+    import torch
+
+    from icml26.papers.ecg_r1 import ECGR1Tiny
+    from icml26.papers.ecg_r1.model import grpo_finetune
+    from icml26.papers.ecg_r1.protocol import LABELS
+
+    torch.manual_seed(0)
+    feats = np.random.default_rng(0).normal(size=(32, 20)).astype(np.float32)
+    images = np.zeros((32, 10, 10), dtype=np.float32)
+    model = ECGR1Tiny(20, (10, 10))
+
+    def likes_low_voltage(completions, solution, **kw):
+        return [1.0 if "low voltage" in c.split("<answer>")[-1] else 0.0 for c in completions]
+
+    j = LABELS.index("low voltage")
+    ones = torch.ones(32, dtype=torch.bool)
+
+    def p_label():
+        with torch.no_grad():
+            return torch.sigmoid(model(torch.as_tensor(feats), torch.as_tensor(images), ones, ones, ~ones)[0][:, j]).mean()
+
+    before = p_label()
+    budget = grpo_finetune(model, feats, images, ["<|answer|>x<|/answer|>"] * 32, [likes_low_voltage], steps=30,
+                           lr=3e-3, seed=0)
+    assert budget["updates"] > 0 and p_label() > before + 0.2
+    with pytest.raises(ValueError):
+        grpo_finetune(model, feats, images, ["x"] * 32, [likes_low_voltage], steps=1, num_generations=1)

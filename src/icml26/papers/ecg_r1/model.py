@@ -113,3 +113,57 @@ def generate_reports(model: ECGR1Tiny, feats, images, modality: str = "both") ->
             numbers["pr"] = None
         out.append(render_report(numbers, labs))
     return out
+
+
+def grpo_finetune(model: ECGR1Tiny, feats, images, solutions: list[str], reward_funcs, *, steps: int,
+                  batch_size: int = 16, num_generations: int = 6, lr: float = 3e-4, number_std: float = 0.3,
+                  transform=None, seed: int = 0) -> dict:
+    """GRPO on the report head with TRL-signature rewards (laptop-scale RL stage, brief §2.4).
+
+    Policy: per-label Bernoulli(sigmoid(logit)) and per-number Gaussian(mean, ``number_std`` in
+    standardised units); each sample is rendered to report text and scored by the sum of ``reward_funcs``.
+    Official settings kept: G = 6 generations, beta = 0 (no KL), group-normalised advantages, groups with
+    zero reward variance dropped (DAPO dynamic sampling). One on-policy update per batch, so the PPO ratio is
+    1 and the clip-higher bounds (0.2/0.3) are inactive: the update is the group-normalised policy gradient.
+    """
+    if steps < 0 or num_generations < 2 or number_std <= 0:
+        raise ValueError("need steps >= 0, num_generations >= 2 and number_std > 0")
+    rng = np.random.default_rng(seed)
+    g = torch.Generator().manual_seed(seed)
+    f, im = torch.as_tensor(feats), torch.as_tensor(images)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    kept = 0
+    for _ in range(steps):
+        idx = torch.as_tensor(rng.choice(len(feats), size=min(batch_size, len(feats)), replace=False))
+        hs, hi, sw = (torch.as_tensor(a) for a in modality_masks(idx.numel(), transform))
+        lo, no = model(f[idx], im[idx], hs, hi, sw)
+        probs = torch.sigmoid(lo)
+        logps, texts = [], []
+        for _k in range(num_generations):
+            lab = torch.bernoulli(probs.detach(), generator=g)
+            num = no.detach() + number_std * torch.randn(no.shape, generator=g)
+            lp = (lab * torch.log(probs + 1e-6) + (1 - lab) * torch.log(1 - probs + 1e-6)).sum(1)
+            lp = lp - ((num - no) ** 2).sum(1) / (2 * number_std ** 2)
+            logps.append(lp)
+            vals = (num * model.num_sd + model.num_mu).numpy()
+            for i in range(idx.numel()):
+                labs = [LABELS[j] for j in np.where(lab[i].numpy() > 0.5)[0]]
+                numbers = {k: float(vals[i, j]) for j, k in enumerate(NUMBER_FIELDS)}
+                if "atrial fibrillation" in labs:
+                    numbers["pr"] = None
+                texts.append(render_report(numbers, labs))
+        sols = [solutions[int(i)] for i in idx] * num_generations
+        r = np.sum([rf(texts, sols) for rf in reward_funcs], axis=0).reshape(num_generations, idx.numel())
+        r = torch.as_tensor(r, dtype=torch.float32)
+        std = r.std(0)
+        adv = (r - r.mean(0)) / (std + 1e-4)
+        keep = std > 0
+        if not keep.any():
+            continue
+        kept += 1
+        loss = -(adv[:, keep] * torch.stack(logps)[:, keep]).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return {"rl_steps": steps, "updates": kept, "num_generations": num_generations, "batch_size": batch_size,
+            "lr": lr}
