@@ -1,8 +1,9 @@
 """Laptop-scale reproduction of ECG-R1 (arXiv 2602.04279): corpus grounding and IMD, side by side.
 
 One seed = one simulated corpus (train/test records; labels from the protocol applied to measured
-features) and five arms trained with the same budget (epochs, batch, lr, optimiser) on the same records
-and labels; they differ only in the report numbers they are taught (corpus) or in the modality transform:
+features) and five SFT arms trained with the same budget (epochs, batch, lr, optimiser, initialisation) on
+the same records and labels, differing only in the report numbers they are taught (corpus) or in the
+modality transform, plus two RL arms that start from ``protocol_imd``'s SFT model with the same GRPO budget:
 
 * ``protocol_imd``       protocol-guided corpus + Interleaved Modality Dropout (ECG-R1's SFT stage);
 * ``label_only_imd``     label-conditioned corpus (ECG-Grounding analogue: numbers from label priors) + IMD;
@@ -85,7 +86,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls):
-        return cls(seeds=(0, 1, 2, 3, 4), n_train=2000, n_test=500, epochs=40)
+        return cls(seeds=(0, 1, 2), n_train=2000, n_test=500, epochs=40, rl_steps=150)
 
 
 def run(config: Config, seed: int) -> SeedOutput:
