@@ -92,7 +92,9 @@ _PAPERS: tuple[PaperInfo, ...] = (
               "icml26.papers.iterative_rmft.iterative_rmft"),
     PaperInfo(12, "ecg_r1", "ECG-R1: Protocol-Guided and Modality-Agnostic MLLM for Reliable ECG Interpretation",
               "ECG-R1: reliable reasoning ECG interpretation", "2602.04279",
-              "https://github.com/PKUDigitalHealth/ECG-R1"),
+              "https://github.com/PKUDigitalHealth/ECG-R1",
+              "icml26.papers.ecg_r1.ECGProtocol, icml26.papers.ecg_r1.measure, "
+              "icml26.papers.ecg_r1.InterleavedModalityDropout, icml26.papers.ecg_r1.key_evidence_reward"),
     PaperInfo(13, "verbalized_bp", "Verbalized Bayesian Persuasion",
               "Verbalized Bayesian persuasion", "2502.01587", None,
               "icml26.papers.verbalized_bp.solve_persuasion_lp, icml26.papers.verbalized_bp.find_equilibrium"),
