@@ -11,7 +11,14 @@ import pytest
 import torch
 
 from icml26.core.quant import quantize_dequantize
-from icml26.core.quant.mx import MX_FORMATS, mx_elem, mx_fake_quant, mx_max_scaled_error, mx_spec, mx_spec_emax
+from icml26.core.quant.mx import (
+    MX_FORMATS,
+    mx_elem,
+    mx_fake_quant,
+    mx_max_scaled_error,
+    mx_spec,
+    mx_spec_emax,
+)
 
 ML = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2,
       "fp6_e3m2": ml_dtypes.float6_e3m2fn, "fp6_e2m3": ml_dtypes.float6_e2m3fn,
@@ -152,7 +159,6 @@ def test_emulator_float32_log2_quirk_differs_from_the_spec():
 
 def test_scaled_error_constant_is_the_worst_case():
     for name in ("mxfp4", "mxint4", "mxfp6_e2m3", "mxfp8_e4m3"):
-        f = mx_elem(name)
         top = 2.0 ** mx_spec_emax(name)  # block max that makes the E8M0 scale X = 1
         v = torch.linspace(0, 2 * top * (1 - 1e-7), 31 * 2000).reshape(-1, 31)
         blk = torch.cat([torch.full((len(v), 1), top), v], 1)

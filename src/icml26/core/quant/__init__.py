@@ -17,7 +17,15 @@ from .formats import (
     round_to_format,
     unpack_int4,
 )
-from .mx import MX_BLOCK, MX_FORMATS, mx_elem, mx_fake_quant, mx_max_scaled_error, mx_spec, mx_spec_emax
+from .mx import (
+    MX_BLOCK,
+    MX_FORMATS,
+    mx_elem,
+    mx_fake_quant,
+    mx_max_scaled_error,
+    mx_spec,
+    mx_spec_emax,
+)
 from .qtensor import (
     QTensor,
     QuantSpec,

@@ -424,12 +424,16 @@ def _train(model: nn.Module, transforms: nn.ModuleDict, calib: torch.Tensor, tea
         for g, lr in zip(opt.param_groups, base, strict=True):
             g["lr"] = lr * f
         idx = torch.randint(0, len(calib), (min(cfg.batch_size, len(calib)),), generator=gen)
+        for t in transforms.values():
+            t.cache(True)
         logits = _forward_logits(model, calib[idx])
         loss = distillation_loss(logits, teacher[idx]) + cfg.lambda_vol * volume_regularizer(transforms)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"non-finite calibration loss at step {step}")
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        for t in transforms.values():
+            t.cache(False)
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(transforms.parameters(), cfg.grad_clip)
         opt.step()

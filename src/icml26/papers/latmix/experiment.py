@@ -74,7 +74,7 @@ class Config(ExperimentConfig):
     n_embd: int = 64
     n_head: int = 4
     block_size: int = 64
-    lm_steps: int = 300
+    lm_steps: int = 200
     lm_batch: int = 16
     lm_lr: float = 1e-2
     # outliers (function-preserving)
@@ -87,13 +87,13 @@ class Config(ExperimentConfig):
     calib_windows: int = 32
     calib_steps: int = 30
     calib_batch: int = 4
-    lr_grid: tuple[float, ...] = (0.0, 2e-3)
+    lr_grid: tuple[float, ...] = (0.0, 5e-4, 2e-3)
     lambda_vol: float = 1e-2
     param: str = "lu"
     # evaluation
     val_windows: int = 24
     test_windows: int = 64
-    probe_items: int = 200
+    probe_items: int = 120
     probe_ctx: int = 32
     probe_cont: int = 8
     bound_tokens: int = 256
@@ -126,7 +126,7 @@ class Config(ExperimentConfig):
     @classmethod
     def smoke(cls) -> Config:
         return cls(seeds=(0,), text_chars=60_000, n_layer=1, n_embd=32, n_head=2, block_size=32,
-                   lm_steps=40, lm_batch=8, formats=("mxfp4", "mxint4"), calib_windows=8,
+                   lm_steps=40, lm_batch=8, formats=("mxfp4", "mxint4"), calib_windows=8, lr_grid=(0.0, 2e-3),
                    calib_steps=3, calib_batch=2, val_windows=4, test_windows=8, probe_items=40,
                    probe_ctx=16, probe_cont=4, bound_tokens=64)
 
@@ -136,9 +136,10 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls) -> Config:
-        return cls(seeds=(0, 1, 2), n_embd=128, lm_steps=800, conditions=("injected", "natural"),
-                   calib_windows=64, calib_steps=150, calib_batch=8, lr_grid=(0.0, 1e-3, 3e-3),
-                   val_windows=48, test_windows=128, probe_items=500)
+        # d=128 model, 3x the LM steps, both conditions, 100 calibration steps of 8 windows
+        return cls(seeds=(0, 1, 2), n_embd=128, lm_steps=600, conditions=("injected", "natural"),
+                   calib_windows=64, calib_steps=100, calib_batch=8, val_windows=48,
+                   test_windows=128, probe_items=400)
 
 
 @functools.lru_cache(maxsize=2)

@@ -151,8 +151,17 @@ class InvertibleAffine(nn.Module):
         U = self.u_upper * self._utri + torch.diag(self.log_s.exp())
         return L, U
 
+    def cache(self, on: bool = True) -> None:
+        """Compute ``A`` and ``A^-1`` once and reuse them until ``cache(False)`` (a training step
+        reads a shared transform at several sites; the graph is kept, so gradients still flow)."""
+        self._cached = None
+        if on:
+            self._cached = (self.matrix(), self.inverse_matrix())
+
     def matrix(self) -> torch.Tensor:
         """``A``, shape (dim, dim) (differentiable in the parameters)."""
+        if getattr(self, "_cached", None) is not None:
+            return self._cached[0]
         if self.param == "fixed":
             return self.a_fixed
         if self.param == "lu":
@@ -163,7 +172,8 @@ class InvertibleAffine(nn.Module):
 
     def inverse_matrix(self) -> torch.Tensor:
         """``A^-1`` from the factors (triangular solves / transposes; no general inverse)."""
-        eye = torch.eye(self.dim, device=self._ltri.device)
+        if getattr(self, "_cached", None) is not None:
+            return self._cached[1]
         if self.param == "fixed":
             return torch.linalg.inv(self.a_fixed)
         if self.param == "lu":
