@@ -129,7 +129,7 @@ def test_mxlinear_unfolded_and_folded_equal_the_linear_with_quantizers_off():
     torch.testing.assert_close(m(x), lin(x), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["identity", "hadamard", "block_hadamard", "rotation", "latmix"])
+@pytest.mark.parametrize("kind", ["identity", "hadamard", "block_hadamard", "smoothquant", "rotation", "latmix"])
 def test_quantizers_off_every_transform_leaves_the_function_unchanged(kind):
     model = _model()
     ref = model(_ids())[0]
@@ -158,6 +158,26 @@ def test_folded_model_with_perturbed_learned_transforms_equals_fp():
                 c = c - w @ mod.b_buf
             mod.wq, mod.cq = w, c
     torch.testing.assert_close(q(_ids())[0], ref, atol=1e-4, rtol=1e-4)
+
+
+def test_smoothquant_scales_follow_the_formula_and_flatten_outliers():
+    model = _model()
+    inject_outliers(model, 0.05, 32.0, seed=0)
+    calib = _ids(8, seed=3)
+    q = copy.deepcopy(model)
+    rep = quantize_(q, LatmixConfig(transform="smoothquant", smooth_alpha=0.5), calib)
+    # reference for the o-projection of layer 0 (a site with its own transform)
+    acts = {}
+    h = model.blocks[0].attn.proj.register_forward_hook(lambda m, i, o: acts.setdefault("x", i[0]))
+    model(calib)
+    h.remove()
+    ax = acts["x"].abs().reshape(-1, 64).amax(0)
+    aw = model.blocks[0].attn.proj.weight.abs().amax(0)
+    s_ref = (ax ** 0.5 / aw ** 0.5)
+    torch.testing.assert_close(torch.diagonal(rep.transforms["T2_0_o"].matrix()), 1 / s_ref, rtol=1e-4, atol=0)
+    assert float(rep.transforms["T2_0_o"].logabsdet()) == pytest.approx(-float(torch.log(s_ref).sum()), rel=1e-4)
+    with pytest.raises(ValueError, match="calib"):
+        quantize_(copy.deepcopy(model), LatmixConfig(transform="smoothquant"))
 
 
 def test_every_targeted_activation_and_weight_is_quantized():

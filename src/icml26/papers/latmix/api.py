@@ -16,7 +16,9 @@ off the folded model computes the original function up to float rounding.
 
 Transform kinds (``LatmixConfig.transform``): ``"latmix"`` (learned affine, LU or QR, + bias),
 ``"rotation"`` (learned rotation, SpinQuant-like), ``"hadamard"`` (global random Hadamard,
-QuaRot-like), ``"block_hadamard"`` (32-block Hadamard, MR-GPTQ-like), ``"identity"`` (RTN-MX).
+QuaRot-like), ``"block_hadamard"`` (32-block Hadamard, MR-GPTQ-like), ``"smoothquant"``
+(per-channel scaling ``A = diag(1/s)``, ``s_j = max|x_j|^alpha / max|W_{:,j}|^(1-alpha)`` from the
+calibration data, Xiao et al. 2023), ``"identity"`` (RTN-MX).
 Learned kinds are trained by end-to-end distillation ``KL(p_FP || p_Q) + lambda_vol sum_T
 (log|det A_T|)^2`` with the quantizers in the loop (straight-through estimator, scales detached).
 """
@@ -37,7 +39,7 @@ from icml26.core.quant.mx import MX_FORMATS, mx_fake_quant
 
 from .transforms import InvertibleAffine, block_hadamard_matrix, hadamard_matrix
 
-TransformKind = Literal["latmix", "rotation", "hadamard", "block_hadamard", "identity"]
+TransformKind = Literal["latmix", "rotation", "hadamard", "block_hadamard", "smoothquant", "identity"]
 SITE_KINDS = ("qkv", "up", "o", "down")
 #: non-MX quantizers for MX-unaware training (FP32 absmax scales, torch ops, STE)
 NON_MX = ("int4_tensor", "int4_group32", "int8_tensor")
@@ -77,7 +79,9 @@ class LatmixConfig:
     weight_fmt, act_fmt : str or None
         MX formats of the weights and of the activations at every targeted site (``None`` = off).
         Default W4A4 MXFP4 (the paper's main low-bit setting).
-    transform : {"latmix", "rotation", "hadamard", "block_hadamard", "identity"}
+    transform : {"latmix", "rotation", "hadamard", "block_hadamard", "smoothquant", "identity"}
+    smooth_alpha : float in [0, 1]
+        Migration strength of ``"smoothquant"`` (0.5: the SmoothQuant paper's default).
     param : {"lu", "qr"}
         Parameterisation of ``"latmix"`` (the paper names both; LU is our default, brief sec. 2.6).
     bias : bool
@@ -107,6 +111,7 @@ class LatmixConfig:
     bias: bool = True
     init: Literal["hadamard", "identity"] = "hadamard"
     hadamard_block: int = 32
+    smooth_alpha: float = 0.5
     share_t1: bool = True
     targets: tuple[str, ...] = SITE_KINDS
     train_act_fmt: str | None = ""
@@ -125,7 +130,7 @@ class LatmixConfig:
         for f in (self.train_act_fmt, self.train_weight_fmt):
             if f != "":
                 make_quantizer(f)
-        if self.transform not in ("latmix", "rotation", "hadamard", "block_hadamard", "identity"):
+        if self.transform not in ("latmix", "rotation", "hadamard", "block_hadamard", "smoothquant", "identity"):
             raise ValueError(f"unknown transform {self.transform!r}")
         if self.param not in ("lu", "qr"):
             raise ValueError(f"param must be 'lu' or 'qr', got {self.param!r}")
@@ -134,6 +139,8 @@ class LatmixConfig:
         bad = [t for t in self.targets if t not in SITE_KINDS]
         if bad or not self.targets:
             raise ValueError(f"targets must be a non-empty subset of {SITE_KINDS}, got {self.targets}")
+        if not 0 <= self.smooth_alpha <= 1:
+            raise ValueError(f"smooth_alpha must lie in [0, 1], got {self.smooth_alpha!r}")
         if self.steps < 0 or self.batch_size < 1:
             raise ValueError("steps must be >= 0 and batch_size >= 1")
         for name in ("lr", "lr_bias", "lambda_vol", "grad_clip"):
@@ -258,6 +265,8 @@ def _group_key(layer: int, kind: str, share_t1: bool) -> str:
 def _new_transform(dim: int, cfg: LatmixConfig, seed: int) -> InvertibleAffine | None:
     if cfg.transform == "identity":
         return None
+    if cfg.transform == "smoothquant":  # the scales are set from calibration data in quantize_
+        return InvertibleAffine(dim, "fixed", torch.eye(dim), bias=False)
     if cfg.transform == "block_hadamard":
         return InvertibleAffine(dim, "fixed", block_hadamard_matrix(dim, cfg.hadamard_block, seed=seed),
                                 bias=False)
@@ -368,6 +377,10 @@ def quantize_(model: nn.Module, config: LatmixConfig, calib: torch.Tensor | None
             raise ValueError("a learned transform needs calib: a non-empty (N, T) LongTensor of token ids")
     sites = find_sites(model)
     transforms = build_transforms(model, config)
+    if config.transform == "smoothquant":
+        if calib is None or not isinstance(calib, torch.Tensor) or calib.dim() != 2 or calib.numel() == 0:
+            raise ValueError("smoothquant needs calib: a non-empty (N, T) LongTensor of token ids")
+        _set_smoothquant_scales(model, sites, transforms, calib, config)
     for p in model.parameters():
         p.requires_grad_(False)
     teacher = None
@@ -404,6 +417,38 @@ def quantize_(model: nn.Module, config: LatmixConfig, calib: torch.Tensor | None
         m.set_formats(config.act_fmt, config.weight_fmt)
         m.fold()
     return report
+
+
+@torch.no_grad()
+def _set_smoothquant_scales(model: nn.Module, sites: dict, transforms: nn.ModuleDict, calib: torch.Tensor,
+                            cfg: LatmixConfig) -> None:
+    """SmoothQuant scales per transform group: ``s_j = max|x_j|^a / max|W_{:,j}|^(1-a)`` with the
+    maxima over the calibration tokens and over every site that shares the transform."""
+    amax_x: dict[str, torch.Tensor] = {}
+    amax_w: dict[str, torch.Tensor] = {}
+    hooks = []
+    for _path, (layer, kind, lin) in sites.items():
+        if kind not in cfg.targets:
+            continue
+        key = _group_key(layer, kind, cfg.share_t1).replace(".", "_")
+
+        def hook(mod, inp, out, key=key):
+            m = inp[0].detach().abs().reshape(-1, inp[0].shape[-1]).amax(0)
+            amax_x[key] = torch.maximum(amax_x[key], m) if key in amax_x else m
+        hooks.append(lin.register_forward_hook(hook))
+        wmax = lin.weight.detach().abs().amax(0)
+        amax_w[key] = torch.maximum(amax_w[key], wmax) if key in amax_w else wmax
+    was = model.training
+    model.eval()
+    for i in range(0, len(calib), 16):
+        _forward_logits(model, calib[i:i + 16])
+    model.train(was)
+    for h in hooks:
+        h.remove()
+    a = cfg.smooth_alpha
+    for key, t in transforms.items():
+        sc = (amax_x[key].clamp(min=1e-5) ** a / amax_w[key].clamp(min=1e-5) ** (1 - a)).clamp(min=1e-5)
+        t.a_fixed.copy_(torch.diag(1.0 / sc))
 
 
 def _train(model: nn.Module, transforms: nn.ModuleDict, calib: torch.Tensor, teacher: torch.Tensor,
