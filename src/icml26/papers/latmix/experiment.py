@@ -9,6 +9,8 @@ same model with every arm through :func:`quantize_`:
 * ``rtn``: identity transform (RTN-MX);
 * ``hadamard``: global random Hadamard (QuaRot-like), ``block_hadamard``: 32-block Hadamard
   (MR-GPTQ-like transform, without GPTQ);
+* ``smoothquant``: per-channel scaling from calibration statistics (SmoothQuant-style), its
+  migration strength chosen on the validation split from {off, 0.5, 0.8};
 * ``rotation``: a learned rotation (Cayley, SpinQuant-like) trained with the same loss, data,
   steps and tuning grid as LATMiX;
 * ``latmix``: learned affine (LU + bias), MX quantizers in the loop, KL distillation + volume
@@ -58,7 +60,8 @@ from .bound import mx_bound_terms
 from .evaluate import make_probes, nats_per_token, probe_accuracy
 from .outliers import inject_outliers
 
-FIXED_ARMS = ("rtn", "hadamard", "block_hadamard")
+FIXED_ARMS = ("rtn", "hadamard", "block_hadamard", "smoothquant")
+SQ_GRID = (None, 0.5, 0.8)  # SmoothQuant migration strength; None = off (identity, RTN-MX)
 LEARNED_ARMS = ("rotation", "latmix", "mx_unaware")
 ARMS = FIXED_ARMS + LEARNED_ARMS
 LOW_BIT = ("mxfp4", "mxint4")  # the paper's low-bit regime: the claims are judged here
@@ -175,11 +178,14 @@ def _splits(config: Config, seed: int):
     return calib, val, test, probes
 
 
-def _arm_config(arm: str, fmt: str, lr: float, config: Config, seed: int) -> LatmixConfig:
+def _arm_config(arm: str, fmt: str, lr: float, config: Config, seed: int,
+                alpha: float | None = 0.5) -> LatmixConfig:
     common = dict(weight_fmt=fmt, act_fmt=fmt, seed=seed, steps=config.calib_steps,
                   batch_size=config.calib_batch, lambda_vol=config.lambda_vol)
-    if arm == "rtn":
+    if arm == "rtn" or (arm == "smoothquant" and alpha is None):
         return LatmixConfig(transform="identity", **common)
+    if arm == "smoothquant":
+        return LatmixConfig(transform="smoothquant", smooth_alpha=alpha, **common)
     if arm in ("hadamard", "block_hadamard"):
         return LatmixConfig(transform=arm, **common)
     # learned arms: lr on the matrices and on the bias scale together (lr_bias = 5 lr, brief 2.6)
@@ -195,9 +201,9 @@ def _arm_config(arm: str, fmt: str, lr: float, config: Config, seed: int) -> Lat
 
 
 def _quantized(base: TinyCausalLM, arm: str, fmt: str, lr: float, config: Config, seed: int,
-               calib: torch.Tensor):
+               calib: torch.Tensor, alpha: float | None = 0.5):
     model = copy.deepcopy(base)
-    report = quantize_(model, _arm_config(arm, fmt, lr, config, seed), calib)
+    report = quantize_(model, _arm_config(arm, fmt, lr, config, seed, alpha), calib)
     return model, report
 
 
@@ -283,9 +289,18 @@ def _run_condition(config: Config, seed: int, condition: str, metrics: dict, ext
     tuned = tune_arms({arm: TuningSpec(grid=[{"lr": lr} for lr in config.lr_grid],
                                        validate=scorer(arm), maximize=False, budget=budget)
                        for arm in LEARNED_ARMS})
+    # SmoothQuant's knob (no training: its budget is the calibration statistics only)
+    def sq_validate(p):
+        model, _ = _quantized(base, "smoothquant", main, 0.0, config, seed, calib, alpha=p["alpha"])
+        return nats_per_token(model, val, bs, config.val_windows)
+
+    tuned.update(tune_arms({"smoothquant": TuningSpec(
+        grid=[{"alpha": a} for a in SQ_GRID], validate=sq_validate, maximize=False,
+        budget={"calib_windows": config.calib_windows, "steps": 0, "batch": 0})}))
     if condition == "injected":
         tuning.update(tuned)
-    extras.setdefault("chosen_lr", {})[condition] = {a: t.chosen["lr"] for a, t in tuned.items()}
+    extras.setdefault("chosen_lr", {})[condition] = {a: t.chosen.get("lr", t.chosen.get("alpha"))
+                                                     for a, t in tuned.items()}
 
     bounds: dict[str, dict[str, dict]] = {a: {} for a in ARMS}
     diag: dict[str, dict] = {}
@@ -300,7 +315,8 @@ def _run_condition(config: Config, seed: int, condition: str, metrics: dict, ext
                 else:
                     model, rep = _quantized(base, arm, fmt, lr, config, seed, calib)
             else:
-                model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib)
+                alpha = tuned["smoothquant"].chosen["alpha"] if arm == "smoothquant" else 0.5
+                model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib, alpha=alpha)
             metrics.setdefault(arm, {})[f"{pre}{fmt}_nats"] = nats_per_token(model, test, bs, config.test_windows)
             metrics[arm][f"{pre}{fmt}_acc"] = probe_accuracy(model, probe_seqs, probe_ans, config.probe_cont)
             if fmt in LOW_BIT and condition == "injected":
@@ -338,11 +354,11 @@ def _best_competitor(metrics, arm: str, competitors: tuple[str, ...], key: str, 
 
 
 def _beats_all(metrics, config, arm: str, kind: str) -> Decision:
-    """``arm`` beats the best other transform (RTN, both Hadamards, the other learned arm of
-    rotation/LATMiX) on paired seeds, per MX format; required in MXFP4 and MXINT4 W4A4 with
+    """``arm`` beats the best other transform (RTN, both Hadamards, SmoothQuant, the other learned
+    arm of rotation/LATMiX) on paired seeds, per MX format; required in MXFP4 and MXINT4 W4A4 with
     injected outliers; MXFP8 and the natural model are reported as further regimes."""
     lower = kind == "nats"
-    pool = ("rtn", "hadamard", "block_hadamard", "rotation", "latmix")
+    pool = ("rtn", "hadamard", "block_hadamard", "smoothquant", "rotation", "latmix")
     regimes, extra = [], []
     conds = [("", "outliers")] + ([("nat_", "natural")] if f"nat_mxfp4_{kind}" in metrics[arm] else [])
     for pre, cname in conds:
@@ -391,26 +407,27 @@ SCALE = ("laptop-scale: 2-layer d=64 char LM (full: d=128) on CPython docstrings
 CLAIMS = (
     Claim(
         id="beats_baselines_ppl",
-        statement="Under MX low-bit formats LATMiX gives lower perplexity than rotation / Hadamard "
-                  "baselines (QuaRot, block Hadamard, SpinQuant-style learned rotation).",
+        statement="Under MX low-bit formats LATMiX gives lower perplexity than rotation / Hadamard / "
+                  "scaling baselines (QuaRot, block Hadamard, SmoothQuant-style, SpinQuant-style rotation).",
         paper_value="qualitative (WikiText2 perplexity tables; numbers not retrievable, see brief)",
         metric="test nats/char (lower is better)",
         scale=SCALE,
         rule="per format: paired over seeds, the arm's test nats are lower than those of the best other "
-             "transform arm (RTN, global Hadamard, block Hadamard, and the other of learned rotation / "
-             "LATMiX), gap > 2 s.e. and in every seed; required in MXFP4 and MXINT4; MXFP8 (and the "
+             "transform arm (RTN, global Hadamard, block Hadamard, SmoothQuant, and the other of learned "
+             "rotation / LATMiX), gap > 2 s.e. and in every seed; required in MXFP4 and MXINT4; MXFP8 (and the "
              "natural model, full profile) reported as further regimes",
         decide=lambda m, c: _beats_all(m, c, "latmix", "nats"),
         control_description="learned rotation (Cayley, SpinQuant-like) with the same loss, data, steps "
                             "and lr grid: the strongest transform without LATMiX's affine (non-orthogonal "
                             "+ bias) mechanism",
         control=lambda m, c: _beats_all(m, c, "rotation", "nats"),
-        arms=ClaimArms(method="latmix", baselines=("rtn", "hadamard", "block_hadamard"), control="rotation"),
+        arms=ClaimArms(method="latmix", baselines=("rtn", "hadamard", "block_hadamard", "smoothquant"),
+                       control="rotation"),
     ),
     Claim(
         id="beats_baselines_acc",
         statement="Under MX low-bit formats LATMiX gives higher zero-shot (likelihood-ranking) accuracy "
-                  "than rotation / Hadamard baselines.",
+                  "than rotation / Hadamard / scaling baselines.",
         paper_value="qualitative (average accuracy over seven zero-shot tasks; numbers not retrievable)",
         metric="4-way continuation-ranking probe accuracy (higher is better)",
         scale=SCALE,
@@ -418,7 +435,8 @@ CLAIMS = (
         decide=lambda m, c: _beats_all(m, c, "latmix", "acc"),
         control_description="learned rotation with the same budget (as for the perplexity claim)",
         control=lambda m, c: _beats_all(m, c, "rotation", "acc"),
-        arms=ClaimArms(method="latmix", baselines=("rtn", "hadamard", "block_hadamard"), control="rotation"),
+        arms=ClaimArms(method="latmix", baselines=("rtn", "hadamard", "block_hadamard", "smoothquant"),
+                       control="rotation"),
     ),
     Claim(
         id="mx_aware_training",
@@ -441,7 +459,7 @@ CLAIMS = (
         statement="The MX error bound (block maxima of the transformed activations/weights and the "
                   "conditioning of the transform) tracks the measured quantization error across transforms.",
         paper_value="qualitative (theory section)",
-        metric="Spearman rank correlation across the six transform arms of bound vs measured layer "
+        metric="Spearman rank correlation across the seven transform arms of bound vs measured layer "
                "output error, averaged over sites and MXFP4/MXINT4 (higher is better)",
         scale=SCALE,
         rule=f"seed-mean Spearman >= {RHO_MIN} and mean - 2 s.e. > 0",
@@ -461,7 +479,7 @@ def plot(config: Config, outputs, outdir):
     import matplotlib.pyplot as plt
 
     paths = []
-    arms = ["rtn", "hadamard", "block_hadamard", "rotation", "mx_unaware", "latmix"]
+    arms = ["rtn", "hadamard", "block_hadamard", "smoothquant", "rotation", "mx_unaware", "latmix"]
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for ax, kind in zip(axes, ("nats", "acc"), strict=True):
         width = 0.8 / len(config.formats)
