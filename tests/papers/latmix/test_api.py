@@ -234,6 +234,11 @@ def test_calibration_reduces_the_distillation_loss_and_gradients_reach_the_trans
     rep = quantize_(q, LatmixConfig(transform="latmix", steps=40, lr=3e-3, batch_size=16), calib)
     first, last = sum(rep.losses[:3]) / 3, sum(rep.losses[-3:]) / 3
     assert last < first
+    for t in rep.transforms.values():  # still invertible, log-det from the parameters still exact
+        A, Ainv = t.matrix().detach().double(), t.inverse_matrix().detach().double()
+        torch.testing.assert_close(A @ Ainv, torch.eye(len(A), dtype=torch.float64), atol=1e-4, rtol=0)
+        assert abs(float(t.logabsdet()) - float(torch.linalg.slogdet(A)[1])) < 1e-3
+        assert t.condition_number() < 1e3
 
 
 def test_mx_unaware_training_uses_its_own_quantizer_but_evaluates_under_mx():
