@@ -3,6 +3,7 @@
 * :mod:`.formats`: element grids, exact round-to-nearest-even and stochastic rounding, codes.
 * :mod:`.qtensor`: scales (tensor/channel/group/MX E8M0), :class:`QTensor` with real storage and
   ``nbytes``, :func:`fake_quant` with a straight-through gradient.
+* :mod:`.mx`: OCP MX v1.0 format names (MXFP8/6/4, MXINT8/4) and the fast MX fake-quantizer.
 """
 
 from .formats import (
@@ -15,6 +16,15 @@ from .formats import (
     pack_int4,
     round_to_format,
     unpack_int4,
+)
+from .mx import (
+    MX_BLOCK,
+    MX_FORMATS,
+    mx_elem,
+    mx_fake_quant,
+    mx_max_scaled_error,
+    mx_spec,
+    mx_spec_emax,
 )
 from .qtensor import (
     QTensor,
@@ -30,6 +40,7 @@ from .qtensor import (
 )
 
 __all__ = [
+    "MX_BLOCK", "MX_FORMATS", "mx_elem", "mx_fake_quant", "mx_max_scaled_error", "mx_spec", "mx_spec_emax",
     "FORMATS", "ElemFormat", "QTensor", "QuantSpec", "block_scales", "code_table", "dequantize",
     "fake_quant", "get_format", "grid_step", "grid_values", "mx_quantize", "nbytes", "pack_int4",
     "quant_error_stats", "quantize", "quantize_dequantize", "round_to_format", "unpack_int4",

@@ -14,7 +14,9 @@ Scales
 * ``granularity="mx"``: OCP MX v1.0 blocks (default 32 elements) with a shared E8M0 scale
   ``2^X``, ``X = floor(log2 amax) - emax_elem`` ("floor", the spec's rule; elements that
   overflow saturate) or ``X = ceil(log2(amax / max_normal))`` ("ceil", no saturation); ``X`` is
-  clamped to [-127, 127] and stored as the uint8 ``X + 127``.
+  clamped to [-127, 127] and stored as the uint8 ``X + 127``. MXINT-k follows the spec's
+  convention (element ``n / 2^(k-2)``, element emax 0), so the codes ``n`` carry the scale
+  ``2^(X - (k-2))``; this matters only where ``X`` is clamped at -127.
 * ``scale_kind="e8m0"`` (tensor/channel/group): a power-of-two scale ``2^X`` with
   ``X = ceil(log2(amax / max_normal))`` (never saturates), stored as one uint8 E8M0 byte. The grid
   of a block then stays fixed while its ``amax`` stays in one binade, whereas an FP32 absmax scale
@@ -178,15 +180,27 @@ def _unblocks(blocks: torch.Tensor, shape: torch.Size, spec: QuantSpec) -> torch
     return blocks.reshape(moved).movedim(-1, ax)
 
 
-def _e8m0_exponent(amax: torch.Tensor, f: ElemFormat, mode: str) -> torch.Tensor:
-    """Shared exponent X of MX blocks (int32), clamped to [-127, 127]; amax == 0 → -127."""
+def mx_int_shift(f: ElemFormat) -> int:
+    """Fractional bits of an MXINT element: the spec's MXINT-k element is ``n / 2^(k-2)``.
+
+    The integer grid of :mod:`.formats` holds ``n``; the E8M0 scale ``X`` of the spec (element
+    ``emax = 0``) multiplies ``n / 2^(k-2)``, so the float scale of the codes is ``2^(X-(k-2))``.
+    0 for float formats.
+    """
+    return f.bits - 2 if f.is_int else 0
+
+
+def _e8m0_exponent(amax: torch.Tensor, f: ElemFormat, mode: str, shift: int = 0) -> torch.Tensor:
+    """Shared exponent X of MX blocks (int32, the OCP MX v1.0 E8M0 value), clamped to [-127, 127];
+    amax == 0 → -127. ``shift``: :func:`mx_int_shift` for MX blocks (the spec's MXINT element
+    emax is 0, elements ``n / 2^(k-2)``), 0 otherwise."""
     if mode == "floor":
         _, e = torch.frexp(amax)
-        x = (e - 1) - f.emax
+        x = (e - 1) - (f.emax - shift)
     else:
         ratio = amax / f.max_normal
         m, e = torch.frexp(ratio)  # ratio = m 2^e, m in [0.5, 1): ceil(log2 ratio) = e - (m == 0.5)
-        x = e - (m == 0.5).to(e.dtype)
+        x = e - (m == 0.5).to(e.dtype) + shift
     x = torch.where(amax > 0, x, torch.full_like(x, -127))
     return x.clamp(-127, 127).to(torch.int32)
 
@@ -205,8 +219,9 @@ def _scales(blocks: torch.Tensor, spec: QuantSpec) -> tuple[torch.Tensor, torch.
         return s, s
     if spec.granularity == "mx" or spec.scale_kind == "e8m0":
         mode = spec.mx_scale_mode if spec.granularity == "mx" else "ceil"
-        xexp = _e8m0_exponent(amax, f, mode)
-        s = torch.ldexp(torch.ones_like(amax), xexp)
+        shift = mx_int_shift(f) if spec.granularity == "mx" else 0
+        xexp = _e8m0_exponent(amax, f, mode, shift)
+        s = torch.ldexp(torch.ones_like(amax), xexp - shift)
         return s, (xexp + 127).to(torch.uint8)
     s = torch.where(amax > 0, amax / f.max_normal, torch.ones_like(amax))
     return s, s
@@ -253,7 +268,8 @@ def dequantize(q: QTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         codes = q.codes
     vals = decode(codes, f, torch.float32)
     if q.scale.dtype == torch.uint8:
-        s = torch.ldexp(torch.ones(q.scale.shape), q.scale.to(torch.int32) - 127)
+        shift = mx_int_shift(f) if spec.granularity == "mx" else 0
+        s = torch.ldexp(torch.ones(q.scale.shape), q.scale.to(torch.int32) - 127 - shift)
     else:
         s = q.scale
     return _unblocks(vals * s, q.shape, spec).to(dtype)
