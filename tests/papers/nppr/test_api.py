@@ -153,22 +153,28 @@ def test_bicubic_decoder_parameter_free_equals_interpolate():
     assert torch.allclose(dec(z), ref.view(3, 5, 1, 8, 8))
 
 
+def _close(a, b):
+    return torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def test_conditioning_structure():
+    """Rows that share a condition get the same parameters (up to float rounding: batched
+    matrix products may differ per row in the last bits on other BLAS builds)."""
     feats = torch.randn(6, 5)
     y = torch.tensor([0, 0, 1, 1, 2, 2])
     none = GMMPerturbation(3, 5, 4, 2, "none").eval()
     p = none(feats, y)
-    assert torch.equal(p.mu[0], p.mu[5]) and torch.equal(p.pi_logits[0], p.pi_logits[3])
+    assert _close(p.mu[0], p.mu[5]) and _close(p.pi_logits[0], p.pi_logits[3])
     ym = GMMPerturbation(3, 5, 4, 2, "y").eval()
     p = ym(feats, y)
-    assert torch.equal(p.pi_logits[0], p.pi_logits[1]) and not torch.equal(p.pi_logits[0], p.pi_logits[2])
-    assert torch.equal(p.mu[0], p.mu[5])
+    assert _close(p.pi_logits[0], p.pi_logits[1]) and not _close(p.pi_logits[0], p.pi_logits[2])
+    assert _close(p.mu[0], p.mu[5])
     xm = GMMPerturbation(3, 5, 4, 2, "x").eval()
     p = xm(feats, y)
-    assert not torch.equal(p.mu[0], p.mu[1])
+    assert not _close(p.mu[0], p.mu[1])
     xy = GMMPerturbation(3, 5, 4, 2, "xy").eval()
     p = xy(feats, y)
-    assert torch.equal(p.pi_logits[0], p.pi_logits[1]) and not torch.equal(p.mu[0], p.mu[1])
+    assert _close(p.pi_logits[0], p.pi_logits[1]) and not _close(p.mu[0], p.mu[1])
     lo, hi = xy.logstd_bounds
     big = xy(feats * 1e4, y)
     assert big.log_std.min() >= lo - 1e-6 and big.log_std.max() <= hi + 1e-6
@@ -359,3 +365,173 @@ def test_pgd_moves_pixels_at_the_edge_of_the_range():
         clf.weight.copy_(torch.stack([torch.zeros(16), torch.ones(16)]))
     adv = pgd_attack(clf, X, y, eps=0.1, steps=10, backend="internal", seed=0)
     assert torch.allclose(adv, torch.full_like(X, 0.1))
+
+
+# ------------------------------------------------------ fixed baselines: values from closed forms
+def _threshold_model():
+    """1-D classifier: class 1 iff x > 0.5 (logits (0.5 - x, x - 0.5))."""
+    return Linear(torch.tensor([[-1.0], [1.0]]), torch.tensor([0.5, -0.5]))
+
+
+@pytest.mark.parametrize("dist", ["uniform", "gaussian", "laplace", "corners"])
+def test_fixed_pr_matches_closed_form(dist):
+    """PR of x = 0.5 + m (true class 1) is P(delta > -m): a wrong scale or law moves it.
+
+    uniform U[-e, e]: (e + m) / 2e; Gaussian N(0, e^2) clamped: Phi(m / e); Laplace(0, e)
+    clamped: 1 - exp(-m / e) / 2; corners (+-e): 1/2 for 0 < m < e.
+    """
+    eps = 0.2
+    margins = np.array([0.02, 0.06, 0.1, 0.15, 0.19])
+    X = torch.tensor(0.5 + margins, dtype=torch.float32).view(-1, 1)
+    y = torch.ones(len(margins), dtype=torch.long)
+    n = 40_000
+    r = pr_fixed(_threshold_model(), X, y, eps, dist=dist, n=n, seed=3, only_correct=False)
+    expected = {"uniform": (eps + margins) / (2 * eps),
+                "gaussian": stats.norm.cdf(margins / eps),
+                "laplace": 1 - 0.5 * np.exp(-margins / eps),
+                "corners": np.full_like(margins, 0.5)}[dist]
+    tol = 4 * np.sqrt(expected * (1 - expected) / n) + 1e-3
+    np.testing.assert_array_less(np.abs(r.per_input - expected), tol)
+
+
+def test_gaussian_baseline_sigma_and_clamp_closed_form():
+    """The Gaussian baseline is N(0, eps^2) per coordinate clamped to [-eps, eps]: the mass at
+    the clamp is 2 (1 - Phi(1)) = 0.3173 and the standard deviation of the clamped law is
+    eps * sqrt(1 - 2 phi(1)) (E[X^2; |X| < 1] = 2 Phi(1) - 1 - 2 phi(1), plus the clamped mass
+    2 (1 - Phi(1)) at 1; a sigma of 1, or of eps / 2, fails both)."""
+    from icml26.papers.nppr.robustness import fixed_sampler
+
+    eps = 0.1
+    d = fixed_sampler("gaussian", eps, "linf", torch.Generator().manual_seed(0))(
+        torch.zeros(50, 1, 8, 8), None, 40).flatten().double()
+    at_clamp = float((d.abs() >= eps - 1e-7).double().mean())
+    assert at_clamp == pytest.approx(2 * (1 - stats.norm.cdf(1.0)), abs=0.005)
+    sd = eps * math.sqrt(1 - 2 * stats.norm.pdf(1.0))
+    assert float(d.std()) == pytest.approx(sd, rel=0.01)
+    lap = fixed_sampler("laplace", eps, "linf", torch.Generator().manual_seed(1))(
+        torch.zeros(50, 1, 8, 8), None, 40).flatten().double()
+    assert float((lap.abs() >= eps - 1e-7).double().mean()) == pytest.approx(math.exp(-1), abs=0.005)
+    uni = fixed_sampler("uniform", eps, "linf", torch.Generator().manual_seed(2))(
+        torch.zeros(50, 1, 8, 8), None, 40).flatten().double()
+    assert float(uni.var()) == pytest.approx(eps ** 2 / 3, rel=0.02)
+    cor = fixed_sampler("corners", eps, "linf", torch.Generator().manual_seed(3))(
+        torch.zeros(50, 1, 8, 8), None, 40).flatten().double()
+    assert torch.allclose(cor.abs(), torch.full_like(cor, eps), atol=1e-7)
+    assert float(cor.mean()) == pytest.approx(0.0, abs=0.01)
+
+
+# ------------------------------------------------------------- PGD: every iterate is feasible
+class _Recorder(nn.Module):
+    """Wraps a classifier and records the range of every input it is called with."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.seen = inner, []
+
+    def forward(self, x):
+        self.seen.append(x.detach().clone())
+        return self.inner(x)
+
+
+def test_pgd_projects_every_iterate_onto_the_ball_and_range():
+    """Every point PGD queries lies in [0, 1] and in the eps-ball around X (per-step projection
+    onto both sets, as torchattacks does); a PGD that only projects onto the ball fails here,
+    because the random start pushes pixels at 0 below the range."""
+    torch.manual_seed(0)
+    X = torch.rand(16, 1, 8, 8)
+    X[:, :, :2] = 0.0
+    X[:, :, -2:] = 1.0
+    clf = _Recorder(nn.Sequential(nn.Flatten(), nn.Linear(64, 3)))
+    y = torch.randint(0, 3, (16,))
+    eps = 0.1
+    adv = pgd_attack(clf, X, y, eps, steps=8, backend="internal", seed=1)
+    assert len(clf.seen) == 8
+    for xq in clf.seen:
+        assert float(xq.min()) >= 0.0 and float(xq.max()) <= 1.0
+        assert float((xq - X).abs().max()) <= eps + 1e-6
+    assert float(adv.min()) >= 0.0 and float(adv.max()) <= 1.0
+
+
+# ------------------------------------------------------------------------ input range and knobs
+def test_inputs_outside_the_clip_range_raise(digits, fitted):
+    model, Xtr, ytr, Xte, yte = digits
+    X255 = Xte * 255.0
+    with pytest.raises(ValueError, match="outside clip_range"):
+        pr_fixed(model, X255, yte, 0.1)
+    with pytest.raises(ValueError, match="outside clip_range"):
+        ar_pgd(model, X255, yte, 0.1)
+    with pytest.raises(ValueError, match="outside clip_range"):
+        pgd_attack(model, X255, yte, 0.1)
+    with pytest.raises(ValueError, match="outside clip_range"):
+        fitted.evaluate(X255, yte)
+    with pytest.raises(ValueError, match="outside clip_range"):
+        NPPREstimator(model, model.features, eps=0.1, epochs=0).fit(Xtr * 255, ytr)
+    u8 = (Xte.numpy() * 255).astype(np.uint8)
+    with pytest.raises(ValueError, match="outside clip_range"):
+        pr_fixed(model, u8, yte, 0.1)
+    # the same data declared in its own range is accepted
+    r = pr_fixed(model, X255, yte, 0.1 * 255, n=2, clip_range=(0.0, 255.0))
+    assert 0.0 <= r.mean <= 1.0
+
+
+@pytest.mark.parametrize("alpha", [-0.01, 0.0, float("nan"), float("inf")])
+def test_pgd_step_must_be_positive_and_finite(digits, alpha):
+    model, _, _, Xte, yte = digits
+    with pytest.raises(ValueError, match="alpha"):
+        pgd_attack(model, Xte[:4], yte[:4], 0.1, alpha=alpha)
+    with pytest.raises(ValueError, match="alpha"):
+        ar_pgd(model, Xte[:4], yte[:4], 0.1, alpha=alpha)
+
+
+def test_kappa_and_batch_size_checks(digits):
+    model, Xtr, ytr, _, _ = digits
+    with pytest.raises(ValueError, match="kappa"):
+        NPPREstimator(model, model.features, eps=0.1, kappa=float("nan")).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match="kappa"):
+        softplus_margin_loss(torch.zeros(1, 2, 3), torch.zeros(2, dtype=torch.long), float("nan"))
+    with pytest.raises(ValueError, match="batch_size"):
+        NPPREstimator(model, model.features, eps=0.1, batch_size=1).fit(Xtr, ytr)
+
+
+def test_mixture_weights_are_a_distribution(digits, fitted):
+    _, _, _, Xte, yte = digits
+    w = fitted.mixture_weights(Xte[:10], yte[:10])
+    assert w.shape == (10, fitted.n_components)
+    np.testing.assert_allclose(w.sum(1), 1.0, rtol=1e-5)
+    assert np.all(w >= 0)
+
+
+def test_only_correct_false_counts_misclassified_inputs_as_zero():
+    """Authors' evaluator convention: every input, a misclassified one with PR 0 at tiny eps."""
+    model = _threshold_model()
+    X = torch.tensor([[0.9], [0.8], [0.1]])
+    y = torch.tensor([1, 1, 1])               # the last one is misclassified
+    allr = pr_fixed(model, X, y, 1e-4, n=5, only_correct=False)
+    corr = pr_fixed(model, X, y, 1e-4, n=5, only_correct=True)
+    assert allr.mean == pytest.approx(2 / 3) and corr.mean == 1.0
+
+
+def test_shuffled_features_ignore_the_input():
+    from icml26.papers.nppr.experiment import ShuffledFeatures
+
+    pool = torch.randn(50, 4)
+    f = ShuffledFeatures(lambda x: x * 2, pool, seed=0)
+    a = f(torch.zeros(7, 4))
+    g = ShuffledFeatures(lambda x: x * 2, pool, seed=0)
+    b = g(torch.full((7, 4), 99.0))
+    assert torch.equal(a, b)  # same draws whatever the input
+    assert all(any(torch.allclose(r, 2 * q) for q in pool) for r in a)
+
+
+def test_config_bounds():
+    from icml26.harness.config import ConfigError
+    from icml26.papers.nppr.experiment import Config
+
+    q = Config.quick()
+    assert len(q.seeds) >= 3 and len(Config.full().seeds) >= 3
+    for bad in ({"eps": 0.0}, {"gmm_batch": 1}, {"n_eval": 0}, {"conds": ("xy", "none")},
+                {"conds": ("none", "y", "xy", "z")}, {"n_gmm_train": 5}, {"moons_grid": 1},
+                {"gmm_lr": float("nan")}):
+        with pytest.raises(ConfigError):
+            q.with_overrides({k: ",".join(v) if isinstance(v, tuple) else str(v)
+                              for k, v in bad.items()})

@@ -246,6 +246,46 @@ def test_randomized_deterministic_for_seed_and_degenerate_when_n_le_r():
     assert res.rounds == 1 and res.n_learned == 40 and res.verification_queries == 40
 
 
+def test_sampler_draws_copies_without_replacement():
+    """``min(r, W)`` copies without replacement: with unit weights exactly r distinct agents, and
+    with weights (3, 1) and r = 2 both agents are drawn with probability 1 - (3/4)(2/3) = 1/2
+    (with replacement it would be 2 (3/4)(1/4) = 3/8)."""
+    import random
+
+    from icml26.papers.unanimous_lottery.algorithms import _sample_multiset
+
+    rnd = random.Random(0)
+    for n, r in ((100, 64), (65, 64), (10, 9)):
+        assert all(len(_sample_multiset([1] * n, r, rnd)) == r for _ in range(200))
+    assert _sample_multiset([1, 2, 0, 1], 10, rnd) == [0, 1, 3]   # r >= W: every agent with weight
+    both = np.mean([len(_sample_multiset([3, 1], 2, rnd)) == 2 for _ in range(20_000)])
+    assert both == pytest.approx(0.5, abs=0.015)
+    # huge integer weights (after many doublings) are sampled exactly, without OverflowError
+    huge = [2 ** 200, 1, 2 ** 199]
+    draws = [_sample_multiset(huge, 2, rnd) for _ in range(2000)]
+    assert all(len(d) >= 1 and set(d) <= {0, 1, 2} for d in draws)
+    frac0 = np.mean([0 in d for d in draws])
+    assert frac0 == pytest.approx(1 - (1 / 3) ** 2, abs=0.03)   # copies of agent 0: 2/3 of W
+
+
+def test_randomized_first_round_sample_has_r_distinct_agents():
+    """Algorithm 3's first round learns exactly r = 16 (m-1)^2 distinct agents when n > r
+    (sampling with replacement would draw repeats: about r^2 / 2n of them)."""
+    inst = ul.planted_feasible(300, 3, 16, 2)
+    for seed in range(5):
+        res = ul.randomized(AcceptanceOracle(inst), seed)
+        assert res.trace[0]["sample"] == 64
+        assert res.trace[0]["learned"] == 64
+
+
+def test_randomized_tiny_sample_ends_unresolved_not_overflow():
+    """``sample_size < m - 1`` cannot hold a basis: weights grow past 2^63 and the run ends
+    "unresolved" at max_rounds (it used to raise OverflowError)."""
+    inst = ul.planted_feasible(200, 4, 16, 0)
+    res = ul.randomized(AcceptanceOracle(inst), 0, sample_size=1, max_rounds=80)
+    assert res.status == "unresolved" and res.rounds == 80 and res.lottery is None
+
+
 def test_randomized_no_reweight_stays_unresolved():
     inst = ul.nested_adversarial(63, 1937, 3, 64)
     res = ul.randomized(AcceptanceOracle(inst), 0, reweight=False, max_rounds=3)

@@ -40,6 +40,7 @@ from .robustness import (
     _check_n,
     as_inputs,
     check_classifier,
+    check_in_range,
     monte_carlo_pr,
     select_inputs,
     summarise,
@@ -61,6 +62,8 @@ def softplus_margin_loss(logits: torch.Tensor, y: torch.Tensor, kappa: float = 1
     -------
     Scalar tensor ``mean softplus(z_y - max_{j != y} z_j + kappa)`` (logits max-shifted first).
     """
+    if isinstance(kappa, bool) or not isinstance(kappa, int | float) or not math.isfinite(kappa):
+        raise ValueError(f"kappa must be a finite number, got {kappa!r}")
     logits = logits - logits.max(dim=-1, keepdim=True).values
     yy = y.unsqueeze(0).expand(logits.shape[0], -1)
     zy = logits.gather(-1, yy.unsqueeze(-1)).squeeze(-1)
@@ -104,7 +107,8 @@ class NPPREstimator:
     lr : float
         Adam learning rate (authors' default 5e-4, weight decay 0).
     batch_size : int
-        Authors' default 256.
+        Authors' default 256; at least 2 (the trunk's BatchNorm needs two rows per batch, so a
+        batch of one would leave the GMM untrained).
     gumbel_tau : (float, float)
         Gumbel-softmax temperature, annealed linearly over the epochs (authors': 1.0 -> 0.1).
     anneal_temperatures : bool
@@ -119,8 +123,9 @@ class NPPREstimator:
     y_emb_dim : int
         Label-embedding size (authors' default 128).
     clip_range : (float, float) or None
-        Data range; perturbed inputs are clipped to it (authors clip in the baseline generator
-        only; we clip for every method, so all arms see the same valid inputs).
+        Data range: ``X`` must lie in it (0-255 images with the default raise a ValueError) and
+        perturbed inputs are clipped to it (authors clip in the baseline generator only; we clip
+        for every method, so all arms see the same valid inputs).
     seed : int
         Seeds the GMM initialisation, the batch order and all sampling.
 
@@ -188,6 +193,16 @@ class NPPREstimator:
             raise ValueError(f"epochs must be an int >= 0, got {self.epochs!r}")
         _check_n(self.n_train_samples, "n_train_samples")
         _check_n(self.batch_size, "batch_size")
+        if self.batch_size < 2:
+            raise ValueError("batch_size must be >= 2: the trunk's BatchNorm needs two rows, and "
+                             f"batches of one are skipped (the GMM would stay untrained), got "
+                             f"{self.batch_size}")
+        if isinstance(self.kappa, bool) or not isinstance(self.kappa, int | float) or \
+                not math.isfinite(self.kappa):
+            raise ValueError(f"kappa must be a finite number, got {self.kappa!r}")
+        if not (isinstance(self.grad_clip, int | float) and self.grad_clip > 0
+                and math.isfinite(self.grad_clip)):
+            raise ValueError(f"grad_clip must be a finite number > 0, got {self.grad_clip!r}")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError(f"lr must be > 0, got {self.lr}")
         if len(self.gumbel_tau) != 2 or min(self.gumbel_tau) <= 0:
@@ -209,6 +224,7 @@ class NPPREstimator:
 
     def _check_X(self, X, y) -> tuple[torch.Tensor, torch.Tensor]:
         X, y = as_inputs(X, y)
+        check_in_range(X, self.clip_range)
         if tuple(X.shape[1:]) != self.input_shape_:
             raise ValueError(f"inputs must have shape (n, {self.input_shape_}), got {tuple(X.shape)}")
         if y.numel() and int(y.max()) >= self.num_classes_:
@@ -238,6 +254,7 @@ class NPPREstimator:
         self._validate()
         self._cond = "none" if self.cond is None else self.cond
         X, y = as_inputs(X, y)
+        check_in_range(X, self.clip_range)
         clf = self.classifier
         if isinstance(clf, nn.Module):
             clf.eval()
@@ -350,7 +367,9 @@ class NPPREstimator:
         """NPPR estimate: Monte-Carlo PR under the learned distribution with hard samples.
 
         ``NPPR_hat = (1/|T|) sum_{(x,y) in T} (1/n) sum_s 1[f(clip(x + delta_s)) = y]``, with
-        ``T`` the correctly classified inputs (``only_correct=True``, authors' convention).
+        ``T`` the correctly classified inputs (``only_correct=True``, our default, as in the
+        brief's pseudocode and PRBench) or every input (``only_correct=False``, as the authors'
+        evaluator does: a misclassified input then counts with PR 0).
 
         Parameters
         ----------
@@ -358,6 +377,7 @@ class NPPREstimator:
         n : int
             Draws per input (brief: 100; paper runs 32).
         only_correct : bool
+            Restrict ``T`` to correctly classified inputs (default) or use every input.
         seed : int, optional
             Sampling seed (default: the estimator's seed + 3); a different seed gives a fresh
             re-estimate.
@@ -380,3 +400,15 @@ class NPPREstimator:
         per = monte_carlo_pr(self.classifier, X[idx], y[idx], self._sampler(gen, eps_eval), n,
                              self.clip_range)
         return summarise(per, n, np.asarray(idx), f"nppr_{self._cond}", eps_eval, self.norm)
+
+    @torch.no_grad()
+    def mixture_weights(self, X, y) -> np.ndarray:
+        """The learned mixture weights ``pi`` per input, shape (B, K) (rows sum to 1).
+
+        A diagnostic of the estimator: a row with one weight near 1 means the learned
+        distribution has collapsed to one Gaussian component for that input.
+        """
+        self._check_fitted()
+        X, y = self._check_X(X, y)
+        p = self.gmm_(self._features(X), y, batch_size=X.shape[0])
+        return torch.softmax(p.pi_logits, dim=-1).numpy()

@@ -79,13 +79,17 @@ class MLPClassifier(nn.Module):
 
 def train_classifier(model: nn.Module, X: torch.Tensor, y: torch.Tensor, epochs: int = 30,
                      lr: float = 1e-3, batch_size: int = 64, seed: int = 0, adv_eps: float = 0.0,
-                     adv_steps: int = 7, clip_range=(0.0, 1.0)) -> nn.Module:
+                     adv_steps: int = 7, clip_range=(0.0, 1.0), noise_eps: float = 0.0) -> nn.Module:
     """Train ``model`` in place with Adam on cross-entropy; return it in eval mode.
 
     With ``adv_eps > 0`` each batch is replaced by its PGD-``adv_steps`` L-inf adversarial
     examples (step ``2.5 * adv_eps / adv_steps``, random start): PGD adversarial training.
+    With ``noise_eps > 0`` each batch gets uniform noise U[-noise_eps, noise_eps] instead
+    (clipped to the range): random-noise augmentation, robustness training without an attack.
     Initialise the model under the same seed for a reproducible run.
     """
+    if adv_eps > 0 and noise_eps > 0:
+        raise ValueError("choose adversarial training (adv_eps) or noise augmentation (noise_eps)")
     gen = torch.Generator().manual_seed(int(seed))
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
@@ -100,6 +104,10 @@ def train_classifier(model: nn.Module, X: torch.Tensor, y: torch.Tensor, epochs:
                                 alpha=2.5 * adv_eps / adv_steps,
                                 seed=int(seed) * 100003 + epoch * 1009 + i, clip_range=clip_range,
                                 backend="internal")
+            elif noise_eps > 0:
+                xb = xb + (torch.rand(xb.shape, generator=gen) * 2 - 1) * noise_eps
+                if clip_range is not None:
+                    xb = xb.clamp(*clip_range)
             model.train()
             opt.zero_grad(set_to_none=True)
             loss_fn(model(xb), yb).backward()

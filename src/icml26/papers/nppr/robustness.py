@@ -1,7 +1,10 @@
 """Robustness metrics on a common footing: PR under fixed distributions, AR by PGD or exact search.
 
-Every metric here is evaluated on the same set ``T`` of inputs: with ``only_correct=True`` (the
-default, the authors' pseudocode and the PRBench convention) the correctly classified clean inputs.
+Every metric here is evaluated on the same set ``T`` of inputs: with ``only_correct=True`` (our
+default, as in the brief's pseudocode and the PRBench / AT-PR convention) the correctly classified
+clean inputs; with ``only_correct=False`` every input (the authors' evaluator, ``utils/evaluator.py``,
+averages over all test inputs, so a misclassified input counts as PR 0 there). Both are offered;
+say which one you report.
 Definitions (arXiv 2511.17380, Sec. 2-3):
 
 - ``PR_P(x, y) = P_{delta ~ P}[f(x + delta) = y]``, ``PR_P = mean over T``;
@@ -16,6 +19,7 @@ interval is valid (conservative) for the mean PR over ``T``.
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,7 +29,7 @@ from scipy import stats
 
 from .gmm import _check_eps, _check_norm
 
-DISTRIBUTIONS = ("uniform", "gaussian", "laplace")
+DISTRIBUTIONS = ("uniform", "gaussian", "laplace", "corners")
 GAMMAS = (0.2, 0.1, 0.05, 0.01)
 
 
@@ -177,11 +181,27 @@ def check_classifier(classifier: Callable, X: torch.Tensor, y: torch.Tensor) -> 
     return C
 
 
+def check_in_range(X: torch.Tensor, clip_range, tol: float = 1e-6) -> None:
+    """Raise when ``X`` leaves the declared data range (e.g. 0-255 or uint8 images with (0, 1)).
+
+    Without this check such inputs give PR 1.0 silently: the perturbation is tiny against the
+    pixel scale and clipping to (0, 1) maps every perturbed image to the same saturated one.
+    """
+    if clip_range is None or X.numel() == 0:
+        return
+    lo, hi = _check_clip(clip_range)
+    xmin, xmax = float(X.min()), float(X.max())
+    if xmin < lo - tol or xmax > hi + tol:
+        raise ValueError(f"X has values in [{xmin:g}, {xmax:g}], outside clip_range ({lo:g}, {hi:g}); "
+                         "scale the inputs to the declared range (e.g. divide 0-255 images by "
+                         "255) or pass the range they live in")
+
+
 def _check_clip(clip_range):
     if clip_range is None:
         return None
     lo, hi = (float(v) for v in clip_range)
-    if not lo < hi:
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"clip_range must be (low, high) with low < high, got {clip_range}")
     return lo, hi
 
@@ -247,6 +267,11 @@ def fixed_sampler(dist: str, eps: float, norm: str, generator: torch.Generator) 
     N(0, eps^2 I) clamped to [-eps, eps]; ``laplace`` Laplace(0, eps) clamped. L2 (our choice,
     not given by the paper): uniform in the L2 ball; Gaussian/Laplace with per-coordinate scale
     ``eps / sqrt(d)`` radially projected into the ball.
+
+    ``corners`` (not in the paper; our negative control): L-inf ``eps * s`` with independent
+    random signs ``s`` (uniform on the vertices of the ball, every pixel at the budget); L2
+    uniform on the sphere of radius ``eps``. It is the most aggressive distribution here that
+    does not look at the classifier.
     """
     if dist not in DISTRIBUTIONS:
         raise ValueError(f"dist must be one of {DISTRIBUTIONS}, got {dist!r}")
@@ -254,6 +279,12 @@ def fixed_sampler(dist: str, eps: float, norm: str, generator: torch.Generator) 
     def sample(x: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
         shape = (n, *x.shape)
         d = x[0].numel()
+        if dist == "corners":
+            if norm == "linf":
+                return eps * (torch.randint(0, 2, shape, generator=generator).float() * 2 - 1)
+            g = torch.randn(shape, generator=generator)
+            return eps * g / g.flatten(2).norm(dim=-1).clamp_min(1e-12).view(
+                n, x.shape[0], *[1] * (x.ndim - 1))
         if norm == "l2" and dist == "uniform":
             g = torch.randn(shape, generator=generator)
             g = g / g.flatten(2).norm(dim=-1).clamp_min(1e-12).view(n, x.shape[0], *[1] * (x.ndim - 1))
@@ -289,15 +320,17 @@ def pr_fixed(classifier: Callable, X, y, eps: float, norm: str = "linf", dist: s
     eps : float
         Budget radius (> 0).
     norm : {"linf", "l2"}
-    dist : {"uniform", "gaussian", "laplace"}
+    dist : {"uniform", "gaussian", "laplace", "corners"}
         See :func:`fixed_sampler`.
     n : int
         Draws per input (brief: 100).
     seed : int
     only_correct : bool
-        Evaluate on correctly classified inputs only (default, as for every metric here).
+        Evaluate on correctly classified inputs only (default here and in PRBench); ``False``
+        averages over every input, as the authors' evaluator does.
     clip_range : (float, float) or None
-        Data range; perturbed inputs are clipped to it (None: no clipping).
+        Data range; ``X`` must lie in it (a 0-255 image raises) and perturbed inputs are clipped
+        to it (None: no range, no clipping).
 
     Returns
     -------
@@ -306,6 +339,7 @@ def pr_fixed(classifier: Callable, X, y, eps: float, norm: str = "linf", dist: s
     eps, norm, n = _check_eps(eps), _check_norm(norm), _check_n(n)
     clip_range = _check_clip(clip_range)
     X, y = as_inputs(X, y)
+    check_in_range(X, clip_range)
     check_classifier(classifier, X, y)
     idx = select_inputs(classifier, X, y, only_correct)
     gen = torch.Generator().manual_seed(int(seed))
@@ -342,7 +376,12 @@ def pgd_attack(classifier: Callable, X: torch.Tensor, y: torch.Tensor, eps: floa
     """
     eps, norm = _check_eps(eps), _check_norm(norm)
     steps = _check_n(steps, "steps")
+    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, int | float)
+                              or not math.isfinite(alpha) or alpha <= 0):
+        raise ValueError(f"alpha (the PGD step) must be a finite number > 0, got {alpha!r}")
     alpha = eps / 4 if alpha is None else float(alpha)
+    clip_range = _check_clip(clip_range)
+    check_in_range(X, clip_range)
     if backend not in ("auto", "internal", "torchattacks"):
         raise ValueError(f"backend must be auto|internal|torchattacks, got {backend!r}")
     use_ta = (backend == "torchattacks" or (backend == "auto"
@@ -394,6 +433,7 @@ def ar_pgd(classifier: Callable, X, y, eps: float, norm: str = "linf", steps: in
     eps, norm = _check_eps(eps), _check_norm(norm)
     clip_range = _check_clip(clip_range)
     X, y = as_inputs(X, y)
+    check_in_range(X, clip_range)
     check_classifier(classifier, X, y)
     idx = select_inputs(classifier, X, y, only_correct)
     xa = pgd_attack(classifier, X[idx], y[idx], eps, norm, steps, alpha, True, seed, clip_range,

@@ -12,6 +12,7 @@ import bisect
 import itertools
 import math
 import random
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -405,12 +406,24 @@ def with_lottery_advice(oracle: AcceptanceOracle, x_hat: Sequence[object],
 
 
 def _sample_multiset(weights: list[int], r: int, rnd: random.Random) -> list[int]:
-    """Distinct agents among ``r`` copies drawn without replacement from ``w_i`` copies of agent i."""
+    """Distinct agents among ``r`` copies drawn without replacement from ``w_i`` copies of agent i.
+
+    The total weight ``W`` may exceed any machine integer (weights double every round a sample
+    misses a binding agent): below ``sys.maxsize`` the copies are drawn with ``random.sample``;
+    above it by rejection of repeated positions drawn with ``randrange`` (exact for Python ints;
+    with ``r <= W / 2`` fewer than two draws per copy are needed on average).
+    """
     cum = list(itertools.accumulate(weights))
     W = cum[-1]
     if r >= W:
         return [i for i, w in enumerate(weights) if w > 0]
-    picks = rnd.sample(range(W), r)
+    if W <= sys.maxsize:
+        picks = rnd.sample(range(W), r)
+    else:  # r < W / 2 here, since r <= sys.maxsize < W
+        chosen: set[int] = set()
+        while len(chosen) < r:
+            chosen.add(rnd.randrange(W))
+        picks = list(chosen)
     return sorted({bisect.bisect_right(cum, c) for c in picks})
 
 
@@ -433,7 +446,10 @@ def randomized(oracle: AcceptanceOracle, seed: int | np.random.Generator | None 
     seed : int, numpy Generator or None
         Randomness for the draws; results are identical for a seed.
     sample_size : int, optional
-        ``r``; default ``16 (m - 1)^2`` (paper).
+        ``r``; default ``16 (m - 1)^2`` (paper). A sample smaller than the combinatorial
+        dimension (``r < m - 1``) may never contain a basis of the optimum: the run then ends
+        ``"unresolved"`` after ``max_rounds`` (the weights grow to ``2^max_rounds``; the sampler
+        draws exactly from such big-integer weights).
     reweight : bool
         ``False`` disables the doubling (negative control: violators stay unresolved).
     verify_cached : bool
