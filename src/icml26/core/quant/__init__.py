@@ -3,6 +3,8 @@
 * :mod:`.formats`: element grids, exact round-to-nearest-even and stochastic rounding, codes.
 * :mod:`.qtensor`: scales (tensor/channel/group/MX E8M0), :class:`QTensor` with real storage and
   ``nbytes``, :func:`fake_quant` with a straight-through gradient.
+* :mod:`.param`: :class:`QuantizedWeight`, a trainable parameter whose only storage is codes +
+  scales (a tensor subclass; every torch op sees the dequantized values).
 """
 
 from .formats import (
@@ -16,6 +18,7 @@ from .formats import (
     round_to_format,
     unpack_int4,
 )
+from .param import QuantizedWeight, quantize_parameter_, spec_from_dict, spec_to_dict
 from .qtensor import (
     QTensor,
     QuantSpec,
@@ -30,7 +33,8 @@ from .qtensor import (
 )
 
 __all__ = [
-    "FORMATS", "ElemFormat", "QTensor", "QuantSpec", "block_scales", "code_table", "dequantize",
+    "FORMATS", "ElemFormat", "QTensor", "QuantSpec", "QuantizedWeight", "quantize_parameter_",
+    "spec_from_dict", "spec_to_dict", "block_scales", "code_table", "dequantize",
     "fake_quant", "get_format", "grid_step", "grid_values", "mx_quantize", "nbytes", "pack_int4",
     "quant_error_stats", "quantize", "quantize_dequantize", "round_to_format", "unpack_int4",
 ]

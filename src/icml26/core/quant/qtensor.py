@@ -253,7 +253,7 @@ def dequantize(q: QTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         codes = q.codes
     vals = decode(codes, f, torch.float32)
     if q.scale.dtype == torch.uint8:
-        s = torch.ldexp(torch.ones(q.scale.shape), q.scale.to(torch.int32) - 127)
+        s = torch.ldexp(torch.ones(q.scale.shape, device=q.scale.device), q.scale.to(torch.int32) - 127)
     else:
         s = q.scale
     return _unblocks(vals * s, q.shape, spec).to(dtype)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from icml26.core.lm.data import char_corpus, stdlib_text
+from icml26.core.lm.data import char_corpus, corpus_sha256, corpus_text
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.train import TrainConfig, train_lm
 from icml26.core.quant import QuantSpec
@@ -35,7 +35,7 @@ from icml26.harness import (
 from icml26.harness.plots import save_figure
 
 from .baselines import MasterWeightOptimizer, eco_param_groups, linear_weight_names
-from .memory import static_memory_bytes
+from .memory import peak_step_bytes, static_memory_bytes
 from .optim import ECOAdamW
 from .toy import run_quadratic_toy
 
@@ -53,7 +53,11 @@ class Config(ExperimentConfig):
     toy_dim: int = 128
     toy_noise: float = 0.05
     toy_sr_arms: bool = False
-    # tiny char LM on CPython stdlib docstrings
+    # decaying-η toy (the theorem's setting): η_t = toy_decay_lr0 · (end/lr0)^(t/steps)
+    toy_decay_lr0: float = 1e-1
+    toy_decay_end: float = 1e-3
+    toy_decay_steps: int = 1500
+    # tiny char LM on the packaged self-generated corpus (core.lm.data.corpus_text)
     text_chars: int = 400_000
     n_layer: int = 2
     n_embd: int = 64
@@ -92,7 +96,8 @@ class Config(ExperimentConfig):
 
 @functools.lru_cache(maxsize=4)
 def _corpus(n_chars: int):
-    return char_corpus(stdlib_text(n_chars), val_fraction=0.1)
+    text = corpus_text(n_chars)
+    return char_corpus(text, val_fraction=0.1), corpus_sha256(text)
 
 
 def _arms(config: Config) -> dict[str, dict]:
@@ -115,7 +120,8 @@ def _arms(config: Config) -> dict[str, dict]:
     return arms
 
 
-def _build(model: TinyCausalLM, arm: dict, config: Config, seed: int, release: bool = True):
+def _build(model: TinyCausalLM, arm: dict, config: Config, seed: int, release: bool = True,
+           diagnostics: bool = True):
     betas = (0.9, config.beta2)
     gen = torch.Generator().manual_seed(10_000 + seed)
     if arm["kind"] == "fp32":
@@ -131,8 +137,7 @@ def _build(model: TinyCausalLM, arm: dict, config: Config, seed: int, release: b
         opt = ECOAdamW(eco_param_groups(model, arm["spec"]), lr=config.lr, betas=betas,
                        weight_decay=config.weight_decay, rounding=arm["rounding"],
                        error_feedback=arm["ef"], release_weights=release, generator=gen,
-                       track_error_cosine=False)
-    opt.attach(model)
+                       diagnostics=diagnostics)
     return opt
 
 
@@ -154,8 +159,19 @@ def run(config: Config, seed: int) -> SeedOutput:
     extras["toy"] = {"lrs": list(toy.lrs), "error": toy.error}
     for arm, errs in toy.error.items():
         metrics[f"toy_{arm}"] = {f"err_lr{i}": e for i, e in enumerate(errs)}
+    # (1b) decaying learning rate (the theorem's setting), error over the last 10% of steps
+    ratio = config.toy_decay_end / config.toy_decay_lr0
+    n = config.toy_decay_steps
+    dec = run_quadratic_toy((config.toy_decay_lr0,), dim=config.toy_dim, steps=n,
+                            noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed,
+                            arms=("fp32", "naive_rtn", "naive_sr", "eco_rtn", "eco_sr"),
+                            lr_factor=lambda t: ratio ** (t / max(1, n - 1)), tail_fraction=0.1)
+    extras["toy_decay"] = {"lr0": config.toy_decay_lr0, "lr_end": config.toy_decay_end, "error": dec.error}
+    for arm, errs in dec.error.items():
+        metrics[f"decay_{arm}"] = {"final_err": errs[0]}
     # (2) tiny LM, every arm on the same init, batches and schedule
-    data = _corpus(config.text_chars)
+    data, sha = _corpus(config.text_chars)
+    extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "chars": config.text_chars, "sha256": sha}
     tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
                        warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
                        eval_every=max(1, config.steps // 8), eval_windows=config.eval_windows, seed=seed)
@@ -165,8 +181,6 @@ def run(config: Config, seed: int) -> SeedOutput:
         qnames = set(linear_weight_names(model))
         opt = _build(model, arm, config, seed)
         res = train_lm(model, opt, data, tcfg)
-        if hasattr(opt, "release") and opt.release_weights:
-            opt.release()  # the final evaluation materialized the weights; measure static state
         qparams = [p for n, p in model.named_parameters() if n in qnames]
         mem_all = static_memory_bytes(model, opt)
         mem_q = static_memory_bytes(model, opt, qparams)
@@ -180,18 +194,35 @@ def run(config: Config, seed: int) -> SeedOutput:
         }
         if "frozen_fraction" in diag:  # only optimizers that store quantized weights report it
             metrics[name]["frozen_fraction_last10"] = diag["frozen_fraction"]
+        metrics[name].update(_peak(model, opt, data, config, seed))
         curves[name] = {"steps": res.val_steps, "val_loss": res.val_loss}
     extras["curves"] = curves
     # memory control: ECO that keeps a float32 copy of its weights between steps (the "stub")
     model = _model(config, data.vocab_size, seed)
     qparams = [p for n, p in model.named_parameters() if n in set(linear_weight_names(model))]
     opt = _build(model, _arms(config)["eco_sr"], config, seed, release=False)
-    x = data.train[: config.block_size + 1]
-    logits, _ = model(x[None, :-1])
-    torch.nn.functional.cross_entropy(logits[0], x[1:]).backward()
-    opt.step()
-    metrics["eco_sr_keep_fp32"] = {"static_bytes_quantized": static_memory_bytes(model, opt, qparams)["total"]}
+    peak = _peak(model, opt, data, config, seed)
+    metrics["eco_sr_keep_fp32"] = {"static_bytes_quantized": static_memory_bytes(model, opt, qparams)["total"],
+                                   **peak}
     return SeedOutput(metrics=metrics, extras=extras)
+
+
+def _peak(model, opt, data, config: Config, seed: int) -> dict[str, float]:
+    """Static and peak bytes of one extra training step (after the run's last evaluation)."""
+    from icml26.core.lm.data import get_batch
+    from icml26.core.lm.train import lm_loss
+
+    x, y = get_batch(data.train, config.batch_size, config.block_size,
+                     torch.Generator().manual_seed(99_000 + seed))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        lm_loss(model, x, y).backward()
+        opt.step()
+
+    opt.zero_grad(set_to_none=True)
+    r = peak_step_bytes(model, opt, step)
+    return {"peak_bytes": float(r["peak"]), "transient_peak_bytes": float(r["transient_peak"])}
 
 
 # ----------------------------------------------------------------------------------------------
