@@ -156,3 +156,19 @@ def test_e8m0_channel_scales_are_powers_of_two_without_saturation():
     y = x.clone()
     y[0, x[0].abs().argmax()] *= 1.0001
     assert torch.equal(quantize(y, spec).scale, q.scale)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_native_fp8_cast_equals_exact_round_to_nearest(fmt):
+    from icml26.core.quant.formats import encode, get_format
+
+    f = get_format(fmt)
+    grid = grid_values(fmt).float()
+    mids = (grid[1:] + grid[:-1]) / 2  # exact ties: round half to even
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([grid, mids, torch.randn(20_000, generator=g) * torch.exp(torch.randn(20_000, generator=g) * 4)])
+    x = x.clamp(-f.max_normal, f.max_normal)
+    spec = QuantSpec(fmt, "tensor", fixed_scale=1.0)
+    fast = quantize(x, spec).codes.reshape(-1)
+    slow = encode(round_to_format(x, fmt, "nearest"), fmt)
+    assert torch.equal(fast.view(torch.uint8), slow.view(torch.uint8))

@@ -265,3 +265,24 @@ def test_zero_lr_in_a_schedule_leaves_weights_and_momentum_finite():
     opt.step()
     assert torch.equal(p.detach(), before)
     assert torch.isfinite(opt.state[p]["exp_avg"]).all()
+
+
+@pytest.mark.parametrize("spec", [FP8, QuantSpec("int4", "group", group_size=16)])
+def test_batched_step_equals_the_per_parameter_step(spec):
+    """The foreach-style path is the same update: RTN results identical to the per-parameter loop."""
+    x, y = _data()
+    runs = []
+    for batched in (True, False):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+        opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=3e-3, weight_decay=0.1,
+                       rounding="nearest", batched=batched, diagnostics=True)
+        _train(m, opt, 20, x, y)
+        runs.append((m, opt))
+    (a, oa), (b, ob) = runs
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa.detach() if not isinstance(pa, QuantizedWeight) else pa.dequantize(),
+                                   pb.detach() if not isinstance(pb, QuantizedWeight) else pb.dequantize(),
+                                   rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(oa.state[pa]["exp_avg"], ob.state[pb]["exp_avg"], rtol=1e-5, atol=1e-8)
+    assert oa.history["frozen_fraction"] == pytest.approx(ob.history["frozen_fraction"])

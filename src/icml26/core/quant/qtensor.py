@@ -236,8 +236,13 @@ def quantize(
     f = spec.format
     blocks = _blocks(x.detach().to(torch.float32), spec)
     s, stored = _scales(blocks, spec)
-    y = round_to_format(blocks / s, f, rounding or spec.rounding, generator)
-    codes = encode(y, f)
+    mode = rounding or spec.rounding
+    if mode == "nearest" and f.torch_dtype is not None and not f.is_int:
+        # torch's float8 cast is round-to-nearest-even with subnormals: the same codes as
+        # round_to_format + encode (tested), several times faster
+        codes = (blocks / s).clamp_(-f.max_normal, f.max_normal).to(f.torch_dtype)
+    else:
+        codes = encode(round_to_format(blocks / s, f, mode, generator), f)
     if f.bits == 4:
         codes = pack_nibbles(codes)
     return QTensor(codes=codes, scale=stored.contiguous(), spec=spec, shape=x.shape)

@@ -359,6 +359,10 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         F. L. Cesista's re-derivation; not given in what we could read of the paper).
     release_weights, generator, diagnostics, track_error_cosine
         See :class:`ECOSGD`.
+    batched : bool
+        Default ``True``: update each quantized group foreach-style (moments with
+        ``torch._foreach_*``, one quantize call per bucket of equal block length). ``False``:
+        one parameter at a time (same update; stochastic rounding draws in another order).
 
     Examples
     --------
@@ -377,7 +381,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                  error_feedback: bool = True, exact_feedback: bool = False,
                  decay_in_injection: bool = True, release_weights: bool = True,
                  generator: torch.Generator | None = None, diagnostics: bool = False,
-                 track_error_cosine: bool = False) -> None:
+                 track_error_cosine: bool = False, batched: bool = True) -> None:
+        self.batched = bool(batched)
         _check_hparam("lr", lr)
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise TypeError("betas must be a pair of floats")
@@ -407,6 +412,9 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             self._check_lr(lr, group)
             quantized = group["weight_format"] is not None
+            if quantized and self.batched and not group["exact_feedback"] and not self.track_error_cosine:
+                self._batched_quantized_step(group, stats)
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -442,3 +450,115 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                     m.add_(denom * err, alpha=coeff)
         self._finish_step(stats)
         return loss
+
+    def _batched_quantized_step(self, group: dict, stats: list[float]) -> None:
+        """The same update for a whole quantized group, foreach-style: moments with
+        ``torch._foreach_*``, and one quantize call per bucket of parameters whose blocks have the
+        same length (rows of equal width for per-row scales), instead of one per parameter."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        spec: QuantSpec = group["weight_format"]
+        ps = [p for p in group["params"] if p.grad is not None]
+        if not ps:
+            return
+        grads = [p.grad for p in ps]
+        if any(g.is_sparse for g in grads):
+            raise TypeError("sparse gradients are not supported")
+        norms = torch._foreach_norm(grads)
+        if not bool(torch.isfinite(torch.stack(norms)).all()):
+            raise ValueError("gradient contains NaN or infinite values")
+        for p in ps:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros(p.shape)
+                state["exp_avg_sq"] = torch.zeros(p.shape)
+        steps = [self.state[p]["step"] for p in ps]
+        torch._foreach_add_(steps, 1.0)
+        ts = [float(t) for t in steps]
+        ms = [self.state[p]["exp_avg"] for p in ps]
+        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        torch._foreach_lerp_(ms, grads, 1 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
+        b1s = [1 - beta1**t for t in ts]
+        denoms = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denoms, [math.sqrt(1 - beta2**t) for t in ts])
+        torch._foreach_add_(denoms, eps)
+        # θ̃ = (1 - ηλ) θ̂ - η (m / b1) / D, computed in per-bucket flat buffers
+        buckets: dict[int, list[int]] = {}
+        for i, p in enumerate(ps):
+            buckets.setdefault(self._bucket_key(p, spec), []).append(i)
+        errs: list[torch.Tensor | None] = [None] * len(ps)
+        for key, idx in buckets.items():
+            if key < 0:  # not bucketable: one parameter on its own
+                idx_groups = [[i] for i in idx]
+            else:
+                idx_groups = [idx]
+            for ids in idx_groups:
+                flat = torch.cat([ps[i].dequantize().reshape(-1) for i in ids])
+                old = flat.clone() if self.track_diagnostics else None
+                views = list(torch.split(flat, [ps[i].numel() for i in ids]))
+                if wd:
+                    flat.mul_(1 - lr * wd)
+                torch._foreach_addcdiv_([v.view(ps[i].shape) for v, i in zip(views, ids, strict=True)],
+                                        [ms[i] for i in ids], [denoms[i] for i in ids],
+                                        [-lr / b1s[i] for i in ids])
+                if len(ids) == 1:
+                    q = quantize(flat.view(ps[ids[0]].shape), spec, rounding=group["rounding"],
+                                 generator=self.generator)
+                    new = dequantize(q).reshape(-1)
+                    parts = [q]
+                else:
+                    k = key
+                    q = quantize(flat.view(-1, k), spec, rounding=group["rounding"], generator=self.generator)
+                    new = dequantize(q).reshape(-1)
+                    parts = self._split_qtensor(q, [ps[i] for i in ids], spec)
+                flat.sub_(new)  # the error e = θ̃ - θ̂'
+                if old is not None:
+                    stats[0] += float((new == old).sum())
+                    stats[1] += new.numel()
+                    stats[2] += float(flat.pow(2).sum())
+                    stats[3] += float(new.pow(2).sum())
+                for part, i, v in zip(parts, ids, torch.split(flat, [ps[i].numel() for i in ids]), strict=True):
+                    ps[i].assign_(part)
+                    errs[i] = v.view(ps[i].shape)
+        if lr > 0 and group["error_feedback"]:
+            decay = (1 - lr * wd) if group["decay_in_injection"] else 1.0
+            coeffs = [decay * (b1 / lr) * (1.0 - 1.0 / beta1) for b1 in b1s]
+            torch._foreach_addcmul_(ms, denoms, errs, coeffs)
+
+    @staticmethod
+    def _bucket_key(p: torch.Tensor, spec: QuantSpec) -> int:
+        """Block length when ``p``'s blocks are contiguous rows of its flattened values (per-row
+        or per-group scales along the last axis, byte-aligned codes), else -1."""
+        if p.dim() < 2 or spec.axis not in (-1, p.dim() - 1):
+            return -1
+        if spec.granularity == "channel":
+            k = p.shape[-1]
+        elif spec.granularity in ("group", "mx"):
+            k = spec.block_size
+            if p.shape[-1] % k:
+                return -1
+        else:
+            return -1
+        if spec.format.bits == 4 and p.numel() % 2:
+            return -1
+        return k
+
+    @staticmethod
+    def _split_qtensor(q, params: list[torch.Tensor], spec: QuantSpec) -> list:
+        from icml26.core.quant import QTensor
+
+        out = []
+        row = 0
+        byte = 0
+        half = spec.format.bits == 4
+        for p in params:
+            n_blocks = q.scale.shape[0] * p.numel() // q.numel
+            n_bytes = p.numel() // 2 if half else None
+            codes = q.codes[byte:byte + n_bytes] if half else q.codes[row:row + n_blocks]
+            out.append(QTensor(codes, q.scale[row:row + n_blocks], spec, p.shape))
+            row += n_blocks
+            if half:
+                byte += n_bytes
+        return out
