@@ -49,14 +49,14 @@ MEMORY_RATIO = 0.72   # ECO static bytes / FP8-with-FP32-master bytes on the qua
 class Config(ExperimentConfig):
     # theory toy (noisy quadratic, uniform grid δ = 2^-6, SGDM β = 0.9)
     toy_lrs: tuple[float, ...] = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
-    toy_steps: int = 1500
+    toy_steps: int = 1200  # 1500 before the decaying-η toy was added (quick budget)
     toy_dim: int = 128
     toy_noise: float = 0.05
     toy_sr_arms: bool = False
     # decaying-η toy (the theorem's setting): η_t = toy_decay_lr0 · (end/lr0)^(t/steps)
     toy_decay_lr0: float = 1e-1
     toy_decay_end: float = 1e-3
-    toy_decay_steps: int = 1500
+    toy_decay_steps: int = 1000
     # tiny char LM on the packaged self-generated corpus (core.lm.data.corpus_text)
     text_chars: int = 400_000
     n_layer: int = 2
@@ -91,7 +91,8 @@ class Config(ExperimentConfig):
         # same model as quick (a bigger one does not fit 30 min on 2 cores with 10 arms x 3
         # seeds), trained 4x longer so that more of the run is spent at small learning rates
         return cls(seeds=(0, 1, 2), toy_lrs=(1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 3e-4), toy_steps=3000,
-                   toy_sr_arms=True, steps=1600, warmup_steps=60, fp32_arm=True, int4_arms=True)
+                   toy_sr_arms=True, toy_decay_steps=3000, steps=1600, warmup_steps=60, fp32_arm=True,
+                   int4_arms=True)
 
 
 @functools.lru_cache(maxsize=4)
@@ -174,7 +175,7 @@ def run(config: Config, seed: int) -> SeedOutput:
     extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "chars": config.text_chars, "sha256": sha}
     tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
                        warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
-                       eval_every=max(1, config.steps // 8), eval_windows=config.eval_windows, seed=seed)
+                       eval_every=max(1, config.steps // 4), eval_windows=config.eval_windows, seed=seed)
     curves = {}
     for name, arm in _arms(config).items():
         model = _model(config, data.vocab_size, seed)
