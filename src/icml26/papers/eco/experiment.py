@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from icml26.core.lm.data import char_corpus, corpus_sha256, corpus_text
+from icml26.core.lm.data import TALES_SHA256, char_corpus, corpus_sha256, corpus_text
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.train import TrainConfig, train_lm
 from icml26.core.quant import QuantSpec
@@ -172,7 +172,8 @@ def run(config: Config, seed: int) -> SeedOutput:
         metrics[f"decay_{arm}"] = {"final_err": errs[0]}
     # (2) tiny LM, every arm on the same init, batches and schedule
     data, sha = _corpus(config.text_chars)
-    extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "chars": config.text_chars, "sha256": sha}
+    extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "file_sha256": TALES_SHA256,
+                        "chars": config.text_chars, "sha256": sha}
     tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
                        warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
                        eval_every=max(1, config.steps // 4), eval_windows=config.eval_windows, seed=seed)
@@ -209,7 +210,8 @@ def run(config: Config, seed: int) -> SeedOutput:
 
 
 def _peak(model, opt, data, config: Config, seed: int) -> dict[str, float]:
-    """Static and peak bytes of one extra training step (after the run's last evaluation)."""
+    """Static and peak bytes of one extra training step (after the run's last evaluation and one
+    warm-up step; the training metrics are already recorded)."""
     from icml26.core.lm.data import get_batch
     from icml26.core.lm.train import lm_loss
 
@@ -221,6 +223,7 @@ def _peak(model, opt, data, config: Config, seed: int) -> dict[str, float]:
         lm_loss(model, x, y).backward()
         opt.step()
 
+    step()  # warm-up: the optimizer's states exist before the measured step (static, not transient)
     opt.zero_grad(set_to_none=True)
     r = peak_step_bytes(model, opt, step)
     return {"peak_bytes": float(r["peak"]), "transient_peak_bytes": float(r["transient_peak"])}
