@@ -172,3 +172,15 @@ def test_native_fp8_cast_equals_exact_round_to_nearest(fmt):
     fast = quantize(x, spec).codes.reshape(-1)
     slow = encode(round_to_format(x, fmt, "nearest"), fmt)
     assert torch.equal(fast.view(torch.uint8), slow.view(torch.uint8))
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_lookup_decode_equals_the_cast(dtype):
+    from icml26.core.quant.formats import decode
+
+    fmt = "fp8_e4m3" if dtype == torch.float8_e4m3fn else "fp8_e5m2"
+    codes = torch.arange(256, dtype=torch.uint8).view(dtype).reshape(16, 16)
+    fast, ref = decode(codes, fmt), codes.to(torch.float32)
+    assert fast.shape == (16, 16)
+    assert torch.equal(fast.isnan(), ref.isnan())
+    assert torch.equal(fast[~fast.isnan()], ref[~ref.isnan()])

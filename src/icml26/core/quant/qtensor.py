@@ -34,11 +34,11 @@ from .formats import (
     ElemFormat,
     Rounding,
     _check_float,
+    _round,
     decode,
     encode,
     get_format,
     pack_nibbles,
-    round_to_format,
     unpack_nibbles,
 )
 
@@ -242,10 +242,14 @@ def quantize(
         # round_to_format + encode (tested), several times faster
         codes = (blocks / s).clamp_(-f.max_normal, f.max_normal).to(f.torch_dtype)
     else:
-        codes = encode(round_to_format(blocks / s, f, mode, generator), f)
+        codes = encode(_round(blocks / s, f, mode, generator), f)
     if f.bits == 4:
         codes = pack_nibbles(codes)
     return QTensor(codes=codes, scale=stored.contiguous(), spec=spec, shape=x.shape)
+
+
+_E8M0_TABLE = torch.ldexp(torch.ones(256), torch.arange(256, dtype=torch.int32) - 127)
+"""float32 value 2^(code - 127) of each E8M0 scale byte."""
 
 
 def dequantize(q: QTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -258,7 +262,8 @@ def dequantize(q: QTensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         codes = q.codes
     vals = decode(codes, f, torch.float32)
     if q.scale.dtype == torch.uint8:
-        s = torch.ldexp(torch.ones(q.scale.shape, device=q.scale.device), q.scale.to(torch.int32) - 127)
+        table = _E8M0_TABLE if q.scale.device.type == "cpu" else _E8M0_TABLE.to(q.scale.device)
+        s = torch.index_select(table, 0, q.scale.reshape(-1).to(torch.int32)).reshape(q.scale.shape)
     else:
         s = q.scale
     return _unblocks(vals * s, q.shape, spec).to(dtype)

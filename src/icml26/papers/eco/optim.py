@@ -415,6 +415,9 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             if quantized and self.batched and not group["exact_feedback"] and not self.track_error_cosine:
                 self._batched_quantized_step(group, stats)
                 continue
+            if not quantized and self.batched:
+                self._batched_float_step(group)
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -495,7 +498,10 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             else:
                 idx_groups = [idx]
             for ids in idx_groups:
-                flat = torch.cat([ps[i].dequantize().reshape(-1) for i in ids])
+                if len(ids) == 1:
+                    flat = ps[ids[0]].dequantize().reshape(-1)
+                else:  # one dequantize for the whole bucket
+                    flat = self._bucket_values([ps[i] for i in ids], spec, key)
                 old = flat.clone() if self.track_diagnostics else None
                 views = list(torch.split(flat, [ps[i].numel() for i in ids]))
                 if wd:
@@ -526,6 +532,53 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             decay = (1 - lr * wd) if group["decay_in_injection"] else 1.0
             coeffs = [decay * (b1 / lr) * (1.0 - 1.0 / beta1) for b1 in b1s]
             torch._foreach_addcmul_(ms, denoms, errs, coeffs)
+
+    def _batched_float_step(self, group: dict) -> None:
+        """torch's AdamW update for a float32 group with ``torch._foreach_*`` ops."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        ps = [p for p in group["params"] if p.grad is not None]
+        if not ps:
+            return
+        grads = [p.grad for p in ps]
+        if any(g.is_sparse for g in grads):
+            raise TypeError("sparse gradients are not supported")
+        if not bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+            raise ValueError("gradient contains NaN or infinite values")
+        for p in ps:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        steps = [self.state[p]["step"] for p in ps]
+        torch._foreach_add_(steps, 1.0)
+        ts = [float(t) for t in steps]
+        ms = [self.state[p]["exp_avg"] for p in ps]
+        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        torch._foreach_lerp_(ms, grads, 1 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
+        denoms = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denoms, [math.sqrt(1 - beta2**t) for t in ts])
+        torch._foreach_add_(denoms, eps)
+        if wd:
+            torch._foreach_mul_(ps, 1 - lr * wd)
+        torch._foreach_addcdiv_(ps, ms, denoms, [-lr / (1 - beta1**t) for t in ts])
+
+    @staticmethod
+    def _bucket_values(params: list[torch.Tensor], spec: QuantSpec, k: int) -> torch.Tensor:
+        """Dequantized values of a bucket of quantized parameters, concatenated (one decode)."""
+        from icml26.core.quant import QTensor
+
+        qs = [p.qtensor for p in params]
+        codes = qs[0].codes
+        if codes.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            cat = torch.cat([q.codes.view(torch.uint8) for q in qs]).view(codes.dtype)
+        else:
+            cat = torch.cat([q.codes for q in qs])
+        scale = torch.cat([q.scale for q in qs])
+        n = sum(p.numel() for p in params)
+        return dequantize(QTensor(cat, scale, spec, torch.Size([n // k, k]))).reshape(-1)
 
     @staticmethod
     def _bucket_key(p: torch.Tensor, spec: QuantSpec) -> int:
