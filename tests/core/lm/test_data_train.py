@@ -44,6 +44,21 @@ def test_markov_deterministic_and_validated():
         MarkovCorpus(concentration=0.0)
 
 
+def test_shipped_corpus_is_the_self_generated_text_and_hash_is_pinned():
+    from icml26.core.lm.data import TALES_SHA256, corpus_sha256, corpus_text
+    from icml26.core.lm.tales import generate_tales
+
+    text = corpus_text()
+    assert len(text) == 400_000 and corpus_sha256(text) == TALES_SHA256
+    assert text == generate_tales(400_000, seed=2026)  # the file is our own generator's output
+    assert corpus_text(1000) == text[:1000]
+    assert set(text) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,.?\"\n")
+    with pytest.raises(ValueError):
+        corpus_text(source="web")
+    with pytest.raises(ValueError):
+        corpus_text(0)
+
+
 def test_stdlib_text_is_local_and_deterministic():
     a = stdlib_text(5000)
     assert len(a) == 5000 and a == stdlib_text(5000)

@@ -157,3 +157,24 @@ def test_bad_input():
         round_to_format(torch.ones(2), "fp8_e4m3", "up")
     with pytest.raises(ValueError):
         pack_int4(torch.tensor([9], dtype=torch.int8))
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "fp6_e3m2"])
+def test_float32_bitwise_stochastic_rounding_is_exact_sr(fmt):
+    """The float32 fast path: only the two grid neighbours, unbiased, incl. subnormals, binade
+    edges and negative values."""
+    f = FORMATS[fmt]
+    g = grid_values(fmt)
+    tiny = 2.0 ** f.emin
+    n = 20000
+    points = [0.3 * tiny, -0.7 * tiny, 1.3 * tiny, -2.9, 0.999 * f.max_normal, 1.0 + 2.0**-(f.mbits + 2)]
+    for x0 in points:
+        x0 = float(np.float32(x0))
+        x = torch.full((n,), x0, dtype=torch.float32)
+        y = round_to_format(x, fmt, "stochastic", torch.Generator().manual_seed(7)).double()
+        lo = g[g <= x0].max().item()
+        hi = g[g >= x0].min().item()
+        assert set(torch.unique(y).tolist()) <= {lo, hi}, (x0, lo, hi)
+        p = 0.0 if hi == lo else (x0 - lo) / (hi - lo)
+        sd = (hi - lo) * math.sqrt(p * (1 - p) / n) + 1e-12
+        assert abs(y.mean().item() - x0) <= 4 * sd, (x0, y.mean().item())

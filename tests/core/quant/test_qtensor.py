@@ -156,3 +156,31 @@ def test_e8m0_channel_scales_are_powers_of_two_without_saturation():
     y = x.clone()
     y[0, x[0].abs().argmax()] *= 1.0001
     assert torch.equal(quantize(y, spec).scale, q.scale)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_native_fp8_cast_equals_exact_round_to_nearest(fmt):
+    from icml26.core.quant.formats import encode, get_format
+
+    f = get_format(fmt)
+    grid = grid_values(fmt).float()
+    mids = (grid[1:] + grid[:-1]) / 2  # exact ties: round half to even
+    g = torch.Generator().manual_seed(0)
+    x = torch.cat([grid, mids, torch.randn(20_000, generator=g) * torch.exp(torch.randn(20_000, generator=g) * 4)])
+    x = x.clamp(-f.max_normal, f.max_normal)
+    spec = QuantSpec(fmt, "tensor", fixed_scale=1.0)
+    fast = quantize(x, spec).codes.reshape(-1)
+    slow = encode(round_to_format(x, fmt, "nearest"), fmt)
+    assert torch.equal(fast.view(torch.uint8), slow.view(torch.uint8))
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_fp8_lookup_decode_equals_the_cast(dtype):
+    from icml26.core.quant.formats import decode
+
+    fmt = "fp8_e4m3" if dtype == torch.float8_e4m3fn else "fp8_e5m2"
+    codes = torch.arange(256, dtype=torch.uint8).view(dtype).reshape(16, 16)
+    fast, ref = decode(codes, fmt), codes.to(torch.float32)
+    assert fast.shape == (16, 16)
+    assert torch.equal(fast.isnan(), ref.isnan())
+    assert torch.equal(fast[~fast.isnan()], ref[~ref.isnan()])

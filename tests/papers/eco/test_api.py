@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from icml26.core.quant import QuantSpec, dequantize, quantize
+from icml26.core.quant import QuantizedWeight, QuantSpec, dequantize, quantize
 from icml26.papers.eco import (
     ECOSGD,
     ECOAdamW,
@@ -115,7 +115,7 @@ def test_ecoadamw_injection_matches_reference_formula():
     new = dequantize(quantize(tilde, FP8))
     e = tilde - new
     m_ref = m + (1 - lr * 0.1) * (b1c / lr) * (1 - 1 / 0.9) * D * e
-    torch.testing.assert_close(dequantize(opt.state[p]["qweight"]), new)
+    torch.testing.assert_close(p.dequantize(), new)
     torch.testing.assert_close(opt.state[p]["exp_avg"], m_ref, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(p.detach(), new)
 
@@ -138,10 +138,10 @@ def test_exact_feedback_reproduces_master_weight_trajectory(which):
     _train(b, ours, 50, x, y)
     for pa, pb in zip(qa, [b[0].weight, b[2].weight], strict=True):
         master = mw.state[pa]["master"]
-        transient = dequantize(ours.state[pb]["qweight"]) + ours.state[pb]["error"]
+        transient = pb.dequantize() + ours.state[pb]["error"]
         rel = (master - transient).norm() / master.norm()
         assert rel < 1e-5
-        same = (dequantize(mw.state[pa]["qweight"]) == dequantize(ours.state[pb]["qweight"])).float().mean()
+        same = (pa.dequantize() == pb.dequantize()).float().mean()
         assert same > 0.995
 
 
@@ -163,16 +163,15 @@ def test_eco_tracks_master_better_than_naive():
 
 def test_no_float_copy_of_quantized_weights_survives_a_step():
     model = _mlp()
-    opt = ECOAdamW(eco_param_groups(model, FP8, exclude=()), lr=1e-3, release_weights=True)
-    opt.attach(model)
+    opt = ECOAdamW(eco_param_groups(model, FP8, exclude=()), lr=1e-3)
     x, y = _data()
     _train(model, opt, 3, x, y)
     for lin in (model[0], model[2]):
         w = lin.weight
-        assert w.untyped_storage().nbytes() == 0
+        assert isinstance(w, QuantizedWeight) and w.storage_nbytes["float_cache"] == 0
         st = opt.state[w]
-        assert set(st) == {"qweight", "step", "exp_avg", "exp_avg_sq"}
-        assert st["qweight"].codes.dtype == torch.float8_e4m3fn
+        assert set(st) == {"step", "exp_avg", "exp_avg_sq"}
+        assert w.qtensor.codes.dtype == torch.float8_e4m3fn
     mem = static_memory_bytes(model, opt, [model[0].weight, model[2].weight])
     n = 16 * 32 + 32 * 4
     assert mem["weights"] == n  # 1 byte per weight: the FP8 codes and nothing else
@@ -183,9 +182,7 @@ def test_no_float_copy_of_quantized_weights_survives_a_step():
     assert model(x).shape == (64, 4)
     # the master-weight baseline pays 4 more bytes per weight
     m2 = _mlp()
-    mw = MasterWeightOptimizer(torch.optim.AdamW(m2.parameters(), lr=1e-3), [m2[0].weight, m2[2].weight], FP8,
-                               release_weights=True)
-    mw.attach(m2)
+    mw = MasterWeightOptimizer(torch.optim.AdamW(m2.parameters(), lr=1e-3), [m2[0].weight, m2[2].weight], FP8)
     _train(m2, mw, 3, x, y)
     mem2 = static_memory_bytes(m2, mw, [m2[0].weight, m2[2].weight])
     assert mem2["master"] == 4 * n
@@ -215,11 +212,10 @@ def test_stochastic_rounding_is_deterministic_for_a_generator():
 def test_int4_group_weights_are_packed():
     m = _mlp()
     spec = QuantSpec("int4", "group", group_size=16)
-    opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=1e-3, release_weights=True)
-    opt.attach(m)
+    opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=1e-3)
     x, y = _data()
     _train(m, opt, 2, x, y)
-    q = opt.state[m[0].weight]["qweight"]
+    q = m[0].weight.qtensor
     assert q.codes.dtype == torch.uint8 and q.codes.numel() == 16 * 32 // 2
 
 
@@ -269,3 +265,24 @@ def test_zero_lr_in_a_schedule_leaves_weights_and_momentum_finite():
     opt.step()
     assert torch.equal(p.detach(), before)
     assert torch.isfinite(opt.state[p]["exp_avg"]).all()
+
+
+@pytest.mark.parametrize("spec", [FP8, QuantSpec("int4", "group", group_size=16)])
+def test_batched_step_equals_the_per_parameter_step(spec):
+    """The foreach-style path is the same update: RTN results identical to the per-parameter loop."""
+    x, y = _data()
+    runs = []
+    for batched in (True, False):
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+        opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=3e-3, weight_decay=0.1,
+                       rounding="nearest", batched=batched, diagnostics=True)
+        _train(m, opt, 20, x, y)
+        runs.append((m, opt))
+    (a, oa), (b, ob) = runs
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa.detach() if not isinstance(pa, QuantizedWeight) else pa.dequantize(),
+                                   pb.detach() if not isinstance(pb, QuantizedWeight) else pb.dequantize(),
+                                   rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(oa.state[pa]["exp_avg"], ob.state[pb]["exp_avg"], rtol=1e-5, atol=1e-8)
+    assert oa.history["frozen_fraction"] == pytest.approx(ob.history["frozen_fraction"])

@@ -17,6 +17,10 @@ def test_smoke_profile_matches_pin(tmp_path):
     # every control is stochastic rounding alone: a distinct arm, never a copy of another
     assert all("identical_to" not in c["negative_control"] for c in claims.values())
     assert list(tmp_path.rglob("*.png"))
+    # the data is the packaged corpus, identified by its hash in the result
+    from icml26.core.lm.data import TALES_SHA256
+
+    assert result["extras"][0]["corpus"]["file_sha256"] == TALES_SHA256
 
 
 @pytest.mark.slow

@@ -1,11 +1,17 @@
-"""Text data that needs no network: a Markov corpus of known entropy and text shipped with Python.
+"""Text data that needs no network: a corpus file shipped in the package, a Markov corpus of
+known entropy, and (legacy) text read from the interpreter's standard library.
+
+* :func:`corpus_text` (the default text source): ``tales.txt``, 400,000 characters of
+  self-generated English-like prose that ships inside the package (generator:
+  :func:`icml26.core.lm.tales.generate_tales`), identical on every machine; its SHA-256 is
+  :data:`TALES_SHA256` (checked on read; record :func:`corpus_sha256` in results).
 
 * :class:`MarkovCorpus`: an order-``k`` Markov chain over a small alphabet with Dirichlet
   transition rows; its entropy rate (nats/char) is exact, so a language model's loss has a known
   floor (tests, sanity checks).
-* :func:`stdlib_text`: real English-like text read from disk: the docstrings (or the source) of
-  the CPython standard library that ships with the running interpreter. Never a download; the text
-  differs slightly between Python versions, so results are comparable within one interpreter.
+* :func:`stdlib_text`: text read from disk: the docstrings (or the source) of the CPython
+  standard library of the running interpreter. Never a download, but the text differs between
+  Python builds, so results that depend on it differ between machines: prefer :func:`corpus_text`.
 * :func:`char_corpus` / :class:`TokenSplit` and :func:`get_batch`: char-level encoding, a
   contiguous train/validation split and seeded random windows ``(x, y)`` for next-token training.
 """
@@ -13,6 +19,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import math
 import sysconfig
@@ -23,6 +30,40 @@ import numpy as np
 import torch
 
 from .tokenizer import CharTokenizer
+
+TALES_FILE = Path(__file__).with_name("tales.txt")
+TALES_SHA256 = "e501e063602e3beb4cd832ef9006caaf0849bb68b27dd6edaedf7bbb6629825d"
+"""SHA-256 of the UTF-8 bytes of ``tales.txt`` (= ``generate_tales(400_000, seed=2026)``)."""
+
+
+def corpus_text(max_chars: int | None = None, source: str = "tales") -> str:
+    """The packaged text corpus (default source of LM experiments), optionally truncated.
+
+    Parameters
+    ----------
+    max_chars : int, optional
+        Return the first ``max_chars`` characters (at most the 400,000 of the file).
+    source : {"tales", "stdlib"}
+        ``"tales"``: the shipped file (verified against :data:`TALES_SHA256`); ``"stdlib"``:
+        :func:`stdlib_text` docstrings (machine-dependent).
+    """
+    if max_chars is not None and max_chars < 1:
+        raise ValueError("max_chars must be positive")
+    if source == "stdlib":
+        return stdlib_text(max_chars or 1_000_000)
+    if source != "tales":
+        raise ValueError(f"source must be 'tales' or 'stdlib', got {source!r}")
+    raw = TALES_FILE.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != TALES_SHA256:
+        raise RuntimeError(f"{TALES_FILE} is corrupted: sha256 {digest} != {TALES_SHA256}")
+    text = raw.decode("utf-8")
+    return text if max_chars is None else text[:max_chars]
+
+
+def corpus_sha256(text: str) -> str:
+    """SHA-256 of the UTF-8 bytes of ``text`` (record it next to a result)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class MarkovCorpus:

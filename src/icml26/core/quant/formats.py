@@ -139,7 +139,13 @@ def round_to_format(
     _check_float(x)
     if rounding not in ("nearest", "stochastic"):
         raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {rounding!r}")
-    f = get_format(fmt)
+    return _round(x, get_format(fmt), rounding, generator)
+
+
+def _round(x: torch.Tensor, f: ElemFormat, rounding: str, generator: torch.Generator | None) -> torch.Tensor:
+    """:func:`round_to_format` without the input checks (callers have checked ``x``)."""
+    if rounding == "stochastic" and not f.is_int and x.dtype == torch.float32 and f.mbits < 23:
+        return _stochastic_float32(x, f, generator)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     xc = x.to(work).clamp(-f.max_normal, f.max_normal)
     ulp = grid_step(xc, f)
@@ -152,6 +158,26 @@ def round_to_format(
         r = lo + (u < (y - lo)).to(work)
     out = (r * ulp).clamp(-f.max_normal, f.max_normal)
     return out.to(x.dtype)
+
+
+def _stochastic_float32(x: torch.Tensor, f: ElemFormat, generator: torch.Generator | None) -> torch.Tensor:
+    """Exact stochastic rounding of float32 values onto a float format, on the bits.
+
+    For ``|x|`` in the format's normal range, adding a uniform integer ``r ∈ [0, 2^d)`` to the
+    float32 bit pattern (``d = 23 - mbits`` dropped mantissa bits) and clearing the low ``d`` bits
+    rounds up exactly when ``r ≥ 2^d - low``, i.e. with probability ``(|x| - lo) / ulp`` (a carry
+    into the exponent lands on the next binade, which is on the grid). Below the smallest normal
+    the grid is uniform (step ``2^(emin - mbits)``) and the same ``r`` is the uniform draw.
+    """
+    xc = x.clamp(-f.max_normal, f.max_normal)
+    a = xc.abs()
+    d = 23 - f.mbits
+    r = torch.randint(0, 1 << d, a.shape, generator=generator, dtype=torch.int32, device=a.device)
+    up = ((a.view(torch.int32) + r) & ~((1 << d) - 1)).view(torch.float32)
+    step = 2.0 ** (f.emin - f.mbits)
+    sub = torch.floor(a / step + r.to(torch.float32) * 2.0**-d) * step
+    out = torch.where(a < 2.0**f.emin, sub, up).clamp_(max=f.max_normal)
+    return out.copysign_(xc)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,10 +243,24 @@ def decode(codes: torch.Tensor, fmt: str | ElemFormat, dtype: torch.dtype = torc
     """Inverse of :func:`encode` (unpacked codes → values in ``dtype``)."""
     f = get_format(fmt)
     if f.torch_dtype is not None and not f.is_int:
+        if codes.device.type == "cpu" and dtype == torch.float32 and codes.dtype == f.torch_dtype:
+            # a 256-entry lookup: same values as the cast (tested), ~6x faster on CPU
+            idx = codes.reshape(-1).view(torch.uint8).to(torch.int32)
+            return torch.index_select(_fp8_table(f.torch_dtype), 0, idx).reshape(codes.shape)
         return codes.to(dtype)
     if f.is_int:
         return codes.to(dtype)
     return code_table(f).to(dtype)[codes.long()]
+
+
+_FP8_TABLES: dict[torch.dtype, torch.Tensor] = {}
+
+
+def _fp8_table(dtype: torch.dtype) -> torch.Tensor:
+    """float32 value of each of the 256 bit patterns of a torch float8 dtype (NaN codes → NaN)."""
+    if dtype not in _FP8_TABLES:
+        _FP8_TABLES[dtype] = torch.arange(256, dtype=torch.uint8).view(dtype).to(torch.float32)
+    return _FP8_TABLES[dtype]
 
 
 def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import nn
 
-from icml26.core.quant import QuantSpec, dequantize, quantize
+from icml26.core.quant import QuantizedWeight, QuantSpec, quantize, quantize_parameter_
 
 from .optim import DEFAULT_WEIGHT_FORMAT
 
@@ -25,7 +25,7 @@ def linear_weight_names(model: nn.Module, exclude: Iterable[str] = ("head",)) ->
     biases stay float32 (as in the third-party ports and FP8 training recipes; laptop choice).
     """
     excl = set(exclude)
-    return [f"{name}.weight" for name, mod in model.named_modules()
+    return [f"{name}.weight" if name else "weight" for name, mod in model.named_modules()
             if isinstance(mod, nn.Linear) and name not in excl]
 
 
@@ -44,6 +44,10 @@ def eco_param_groups(model: nn.Module, weight_format: QuantSpec | None = DEFAULT
 class MasterWeightOptimizer(torch.optim.Optimizer):
     """Baseline: quantized weights for compute + a high-precision master copy for updates.
 
+    The model's quantized parameters become :class:`~icml26.core.quant.QuantizedWeight` (codes
+    + scales, as for ECO); the base optimizer updates float master copies that take their place
+    in its param groups; after each step the model's weights are re-quantized from the masters.
+
     Parameters
     ----------
     base : torch.optim.Optimizer
@@ -56,14 +60,14 @@ class MasterWeightOptimizer(torch.optim.Optimizer):
     rounding : {"nearest", "stochastic"}
         Rounding of ``q(θ)`` (default nearest, the usual cast).
     release_weights : bool
-        Free the parameters' float32 storage between steps (use :meth:`attach`).
+        Default ``True``: the model keeps only codes + scales (``False`` adds a float32 copy).
     generator : torch.Generator, optional
     """
 
     def __init__(self, base: torch.optim.Optimizer, quantized_params: Iterable[torch.Tensor],
                  weight_format: QuantSpec = DEFAULT_WEIGHT_FORMAT, *,
                  master_dtype: torch.dtype = torch.float32, rounding: str = "nearest",
-                 release_weights: bool = False, generator: torch.Generator | None = None) -> None:
+                 release_weights: bool = True, generator: torch.Generator | None = None) -> None:
         if not isinstance(base, torch.optim.Optimizer):
             raise TypeError(f"base must be a torch.optim.Optimizer, got {type(base).__name__}")
         if not isinstance(weight_format, QuantSpec):
@@ -72,6 +76,8 @@ class MasterWeightOptimizer(torch.optim.Optimizer):
             raise ValueError(f"master_dtype must be float32, bfloat16 or float64, got {master_dtype}")
         if rounding not in ("nearest", "stochastic"):
             raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {rounding!r}")
+        if base.state:
+            raise ValueError("the base optimizer must be fresh (no state yet)")
         self.base = base
         # share the base optimizer's groups (a scheduler or a training loop sets lr on them)
         self.defaults = base.defaults
@@ -86,62 +92,73 @@ class MasterWeightOptimizer(torch.optim.Optimizer):
         self.state = {}
         self.weight_format, self.rounding, self.generator = weight_format, rounding, generator
         self.release_weights = bool(release_weights)
-        base_ids = {id(p) for g in base.param_groups for p in g["params"]}
         self.qparams = list(quantized_params)
-        self._released = False
+        where = {id(p): (gi, pi) for gi, g in enumerate(base.param_groups) for pi, p in enumerate(g["params"])}
         with torch.no_grad():
             for p in self.qparams:
-                if id(p) not in base_ids:
+                if id(p) not in where:
                     raise ValueError("every quantized parameter must belong to the base optimizer")
-                if p.dtype != torch.float32 or not p.is_contiguous() or p.storage_offset():
-                    raise TypeError("quantized parameters must be contiguous float32 tensors")
+                if p.dtype != torch.float32 or isinstance(p, QuantizedWeight):
+                    raise TypeError("quantized parameters must be float32 (not yet quantized) tensors")
                 master = p.detach().to(master_dtype).clone()
-                q = quantize(master.float(), weight_format, rounding="nearest")
-                self.state[p] = {"master": master, "qweight": q}
-                p.copy_(dequantize(q))
-        if self.release_weights:
-            self.release()
+                gi, pi = where[id(p)]
+                base.param_groups[gi]["params"][pi] = master  # the base optimizer steps the master
+                quantize_parameter_(p, weight_format, keep_float=not self.release_weights)
+                self.state[p] = {"master": master}
 
-    @torch.no_grad()
-    def release(self) -> None:
-        for p in self.qparams:
-            p.untyped_storage().resize_(0)
-        self._released = True
-
-    @torch.no_grad()
-    def materialize(self) -> None:
-        if not self._released:
-            return
-        for p in self.qparams:
-            p.untyped_storage().resize_(p.numel() * p.element_size())
-            p.copy_(dequantize(self.state[p]["qweight"]))
-        self._released = False
-
-    def attach(self, model: nn.Module):
-        """Forward pre-hook that materializes released weights (see ``ECOAdamW.attach``)."""
-        return model.register_forward_pre_hook(lambda module, args: self.materialize())
+    def master_of(self, p: torch.Tensor) -> torch.Tensor:
+        """The master copy of a quantized parameter."""
+        return self.state[p]["master"]
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self.base.zero_grad(set_to_none=set_to_none)
+        for p in self.qparams:
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad.zero_()
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
-        self.materialize()
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
         for p in self.qparams:
-            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+            master = self.state[p]["master"]
+            if p.grad is None:
+                master.grad = None
+                continue
+            if not bool(torch.isfinite(p.grad).all()):
                 raise ValueError("gradient contains NaN or infinite values")
-            p.copy_(self.state[p]["master"])  # the base optimizer updates the master copy
-        loss = self.base.step(closure)
+            master.grad = p.grad.to(master.dtype)
+        self.base.step()
         for p in self.qparams:
-            st = self.state[p]
-            st["master"].copy_(p)
-            st["qweight"] = quantize(st["master"].float(), self.weight_format, rounding=self.rounding,
-                                     generator=self.generator)
-            p.copy_(dequantize(st["qweight"]))
-        if self.release_weights:
-            self.release()
+            master = self.state[p]["master"]
+            p.assign_(quantize(master.float(), self.weight_format, rounding=self.rounding,
+                               generator=self.generator))
+            master.grad = None
         return loss
 
-    def state_dict(self):
-        return {"base": self.base.state_dict(), "master": {i: self.state[p]["master"]
-                                                           for i, p in enumerate(self.qparams)}}
+    def state_dict(self) -> dict:
+        """The base optimizer's state (by position, masters included) and the master values."""
+        sd = {"base": self.base.state_dict(), "master": [self.state[p]["master"] for p in self.qparams]}
+        if self.generator is not None:
+            sd["generator_state"] = self.generator.get_state()
+        return sd
+
+    @torch.no_grad()
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the base optimizer and the masters (restore the model's codes with the model's
+        own ``load_state_dict``; they are saved with it)."""
+        masters = state_dict["master"]
+        if len(masters) != len(self.qparams):
+            raise ValueError(f"state_dict has {len(masters)} master weights, this optimizer "
+                             f"{len(self.qparams)}")
+        for p, m in zip(self.qparams, masters, strict=True):
+            if m.shape != p.shape:
+                raise ValueError(f"master of shape {tuple(m.shape)} for a parameter of {tuple(p.shape)}")
+            self.state[p]["master"].copy_(m)
+        self.base.load_state_dict(state_dict["base"])
+        if state_dict.get("generator_state") is not None and self.generator is not None:
+            self.generator.set_state(state_dict["generator_state"])

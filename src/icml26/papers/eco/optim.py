@@ -3,8 +3,9 @@
 Paper: Nikdan, Zandieh, Alistarh, Mirrokni, *ECO: Quantized Training without Full-Precision
 Master Weights*, arXiv:2601.22101 (ICML 2026).
 
-Between steps a quantized parameter exists only as a :class:`~icml26.core.quant.QTensor`
-(``state["qweight"]``: FP8/INT4 codes + scales). A step computes the transient high-precision
+Between steps a quantized parameter exists only as codes + scales: the optimizer turns it into
+a :class:`~icml26.core.quant.QuantizedWeight` in place (the model's own parameter, no float32
+storage; every torch op sees the dequantized values, ``nn.Linear`` dequantizes just in time). A step computes the transient high-precision
 iterate from the *quantized* weight, re-quantizes it and maps the rounding error back into the
 momentum so that it is applied later instead of lost:
 
@@ -32,9 +33,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from torch import nn
 
-from icml26.core.quant import QTensor, QuantSpec, dequantize, quantize
+from icml26.core.quant import (
+    QuantizedWeight,
+    QuantSpec,
+    dequantize,
+    quantize,
+    quantize_parameter_,
+    spec_from_dict,
+    spec_to_dict,
+)
 
 DEFAULT_WEIGHT_FORMAT = QuantSpec("fp8_e4m3", granularity="channel", axis=-1, scale_kind="e8m0")
 """FP8 E4M3 with one power-of-two (E8M0) scale per output row. The paper's pre-training runs
@@ -55,98 +63,109 @@ def _check_hparam(name: str, value: Any, low: float = 0.0, high: float = math.in
 
 
 class _QuantizedWeightOptimizer(torch.optim.Optimizer):
-    """Shared machinery: quantized state, weight release/materialization, diagnostics."""
+    """Shared machinery: quantized parameters, diagnostics, state_dict with plain specs.
+
+    A parameter of a group whose ``weight_format`` is not ``None`` is turned into a
+    :class:`~icml26.core.quant.QuantizedWeight` *in place* when its group is added (at
+    construction or by :meth:`add_param_group`): from then on the model's own parameter holds
+    only codes + scales, every forward dequantizes one layer at a time, and checkpoints of the
+    model carry the codes. The optimizer state holds only momenta (no weight copy).
+    """
 
     def __init__(self, params, defaults: dict[str, Any], *, release_weights: bool,
-                 generator: torch.Generator | None, track_error_cosine: bool) -> None:
-        super().__init__(params, defaults)
+                 generator: torch.Generator | None, diagnostics: bool, track_error_cosine: bool) -> None:
         self.release_weights = bool(release_weights)
         self.generator = generator
         self.track_error_cosine = bool(track_error_cosine)
+        self.track_diagnostics = bool(diagnostics) or self.track_error_cosine
         self.history: dict[str, list[float]] = {"frozen_fraction": [], "error_cosine": [],
                                                 "relative_error": []}
-        self._released = False
-        for group in self.param_groups:
-            spec = group["weight_format"]
-            if spec is not None and not isinstance(spec, QuantSpec):
-                raise TypeError(f"weight_format must be a QuantSpec or None, got {type(spec).__name__}")
-            if group["rounding"] not in ("nearest", "stochastic"):
-                raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {group['rounding']!r}")
-            for p in group["params"]:
-                if not p.is_floating_point():
-                    raise TypeError(f"parameters must be floating point, got {p.dtype}")
-                if spec is None:
-                    continue
-                if p.dtype != torch.float32:
-                    raise TypeError(f"quantized parameters must be float32 tensors, got {p.dtype}")
-                if not p.is_contiguous() or p.storage_offset() != 0:
-                    raise ValueError("quantized parameters must be contiguous tensors that own their storage")
-                with torch.no_grad():
-                    q = quantize(p.detach(), spec, rounding="nearest")
-                    self.state[p]["qweight"] = q
-                    if group.get("exact_feedback"):  # the ablation also knows e_0 = θ_0 - q(θ_0)
-                        self.state[p]["error"] = p.detach() - dequantize(q)
-                    p.copy_(dequantize(q))  # the model computes with θ̂_0 = q(θ_0) from step 0
-        if self.release_weights:
-            self.release()
+        super().__init__(params, defaults)
 
-    # -- weight storage ------------------------------------------------------------------------
-    def _quantized(self):
-        for group in self.param_groups:
-            if group["weight_format"] is None:
+    # -- quantized storage ---------------------------------------------------------------------
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group; its parameters are quantized in place when its ``weight_format`` is set."""
+        super().add_param_group(param_group)
+        group = self.param_groups[-1]
+        spec = group["weight_format"] = spec_from_dict(group["weight_format"])
+        if spec is not None and not isinstance(spec, QuantSpec):
+            raise TypeError(f"weight_format must be a QuantSpec or None, got {type(spec).__name__}")
+        if group["rounding"] not in ("nearest", "stochastic"):
+            raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {group['rounding']!r}")
+        for p in group["params"]:
+            if not p.is_floating_point():
+                raise TypeError(f"parameters must be floating point, got {p.dtype}")
+            if spec is None:
+                if isinstance(p, QuantizedWeight):
+                    raise TypeError("a group with weight_format=None holds a QuantizedWeight; give "
+                                    "its group the weight's format")
                 continue
-            yield from group["params"]
+            if p.dtype != torch.float32:
+                raise TypeError(f"quantized parameters must be float32 tensors, got {p.dtype}")
+            before = None if isinstance(p, QuantizedWeight) else p.detach().clone()
+            quantize_parameter_(p, spec, keep_float=not self.release_weights)
+            if group.get("exact_feedback") and before is not None:
+                # the ablation also knows e_0 = θ_0 - q(θ_0)
+                self.state[p]["error"] = before - p.dequantize()
 
-    @torch.no_grad()
-    def release(self) -> None:
-        """Free the float32 storage of every quantized parameter (only the codes remain)."""
-        for p in self._quantized():
-            p.untyped_storage().resize_(0)
-        self._released = True
+    @staticmethod
+    def _quantized_params(group: dict) -> list[torch.Tensor]:
+        return list(group["params"]) if group["weight_format"] is not None else []
 
-    @torch.no_grad()
-    def materialize(self) -> None:
-        """Dequantize the codes into the parameters' float32 storage (before a forward pass)."""
-        if not self._released:
-            return
-        for p in self._quantized():
-            p.untyped_storage().resize_(p.numel() * p.element_size())
-            p.copy_(dequantize(self.state[p]["qweight"]))
-        self._released = False
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """torch's optimizer state_dict with each ``weight_format`` as a dict of primitives (so
+        ``torch.load(weights_only=True)`` reads it) and the rounding generator's state."""
+        sd = super().state_dict()
+        for g in sd["param_groups"]:
+            g["weight_format"] = spec_to_dict(g["weight_format"])
+        if self.generator is not None:
+            sd["generator_state"] = self.generator.get_state()
+        return sd
 
-    def attach(self, model: nn.Module):
-        """Register a forward pre-hook on ``model`` that materializes released weights.
-
-        Returns the hook handle. Use with ``release_weights=True``: between steps the quantized
-        parameters hold no float storage; each forward dequantizes them transiently.
-        """
-        return model.register_forward_pre_hook(lambda module, args: self.materialize())
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore momenta (and the generator). The weights live in the model: restore them with
+        ``model.load_state_dict`` (the codes are saved with the model), in either order."""
+        sd = dict(state_dict)
+        groups = []
+        for mine, saved in zip(self.param_groups, sd["param_groups"], strict=False):
+            saved = dict(saved)
+            spec = spec_from_dict(saved.get("weight_format"))
+            if spec != mine["weight_format"]:
+                raise ValueError(f"saved weight_format {spec} differs from this optimizer's "
+                                 f"{mine['weight_format']}")
+            saved["weight_format"] = spec
+            groups.append(saved)
+        sd["param_groups"] = groups
+        gen_state = sd.pop("generator_state", None)
+        super().load_state_dict(sd)
+        if gen_state is not None and self.generator is not None:
+            self.generator.set_state(gen_state)
 
     # -- per-parameter quantized update ------------------------------------------------------
     def _requantize(self, p: torch.Tensor, theta_tilde: torch.Tensor, group: dict,
                     stats: list[float]) -> torch.Tensor:
         """Store q(θ̃) as the new weight; return the error e = θ̃ - θ̂' (float32, transient)."""
-        state = self.state[p]
-        old: QTensor = state["qweight"]
         q = quantize(theta_tilde, group["weight_format"], rounding=group["rounding"],
                      generator=self.generator)
         new = dequantize(q)
-        err = theta_tilde - new
-        stats[0] += float((new == dequantize(old)).sum())
-        stats[1] += new.numel()
-        stats[2] += float(err.pow(2).sum())
-        stats[3] += float(new.pow(2).sum())
-        if self.track_error_cosine:
-            prev = state.get("diag_prev_error")
-            if prev is not None:
-                denom = float(prev.norm() * err.norm())
-                if denom > 0:
-                    stats[4] += float((prev * err).sum()) / denom
-                    stats[5] += 1
-            state["diag_prev_error"] = err.clone()
-        state["qweight"] = q
-        if not self._released:
-            p.copy_(new)
+        err = theta_tilde.sub_(new)  # θ̃ is transient: reuse its buffer for the error
+        if self.track_diagnostics:
+            old = p._values()
+            stats[0] += float((new == old).sum())
+            stats[1] += new.numel()
+            stats[2] += float(err.pow(2).sum())
+            stats[3] += float(new.pow(2).sum())
+            if self.track_error_cosine:
+                state = self.state[p]
+                prev = state.get("diag_prev_error")
+                if prev is not None:
+                    denom = float(prev.norm() * err.norm())
+                    if denom > 0:
+                        stats[4] += float((prev * err).sum()) / denom
+                        stats[5] += 1
+                state["diag_prev_error"] = err.clone()
+        p.assign_(q)
         return err
 
     def _finish_step(self, stats: list[float]) -> None:
@@ -155,12 +174,11 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
             self.history["relative_error"].append(math.sqrt(stats[2] / max(stats[3], 1e-30)))
         if stats[5]:
             self.history["error_cosine"].append(stats[4] / stats[5])
-        if self.release_weights:
-            self.release()
 
     def diagnostics(self, last_fraction: float = 0.1) -> dict[str, float]:
         """Means over the last ``last_fraction`` of steps of the per-step diagnostics.
 
+        Recorded only with ``diagnostics=True`` (or ``track_error_cosine=True``).
         ``frozen_fraction``: share of quantized weights whose value did not change in a step;
         ``relative_error``: ``||e|| / ||θ̂||``; ``error_cosine`` (with ``track_error_cosine``):
         cosine of consecutive errors ``e_t, e_{t+1}`` (ECO's heuristic assumes they are close).
@@ -188,8 +206,9 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
         if lr < 0 or math.isnan(lr):
             raise ValueError(f"learning rate must be >= 0, got {lr}")
 
-    def _theta_hat(self, p: torch.Tensor) -> torch.Tensor:
-        return dequantize(self.state[p]["qweight"])
+    @staticmethod
+    def _theta_hat(p: torch.Tensor) -> torch.Tensor:
+        return p.dequantize()
 
 
 class ECOSGD(_QuantizedWeightOptimizer):
@@ -221,9 +240,13 @@ class ECOSGD(_QuantizedWeightOptimizer):
         Ablation: store ``e_t`` and use ``m' = m̃ + e_t/η - e_{t+1}/(βη)`` (exact when η is
         constant: reproduces the master-weight trajectory; costs one float32 buffer).
     release_weights : bool
-        Free the float32 parameter storage after each step (see :meth:`attach`).
+        Default ``True``: quantized parameters keep only codes + scales (the memory-saving mode;
+        each layer is dequantized just in time in its forward/backward). ``False`` also keeps
+        a float32 copy of the values (no saving; faster forward).
     generator : torch.Generator, optional
-        Randomness of stochastic rounding.
+        Randomness of stochastic rounding (its state is saved in ``state_dict``).
+    diagnostics : bool
+        Record per-step diagnostics (frozen fraction, relative error; costs a few reductions).
     track_error_cosine : bool
         Keep the previous error to log ``cos(e_t, e_{t+1})`` (diagnostic; costs a buffer).
     """
@@ -231,8 +254,8 @@ class ECOSGD(_QuantizedWeightOptimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, momentum: float = 0.9, dampening: float = 0.0,
                  weight_decay: float = 0.0, *, weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT,
                  rounding: str = "stochastic", error_feedback: bool = True, exact_feedback: bool = False,
-                 release_weights: bool = False, generator: torch.Generator | None = None,
-                 track_error_cosine: bool = False) -> None:
+                 release_weights: bool = True, generator: torch.Generator | None = None,
+                 diagnostics: bool = False, track_error_cosine: bool = False) -> None:
         _check_hparam("lr", lr)
         _check_hparam("momentum", momentum, 0.0, 1.0, high_open=True)
         _check_hparam("dampening", dampening, 0.0, 1.0)
@@ -245,7 +268,7 @@ class ECOSGD(_QuantizedWeightOptimizer):
                         weight_format=weight_format, rounding=rounding,
                         error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback))
         super().__init__(params, defaults, release_weights=release_weights, generator=generator,
-                         track_error_cosine=track_error_cosine)
+                         diagnostics=diagnostics, track_error_cosine=track_error_cosine)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
@@ -334,8 +357,12 @@ class ECOAdamW(_QuantizedWeightOptimizer):
     decay_in_injection : bool
         Multiply the injection by ``(1 - ηλ)`` (exact derivation with decoupled decay, as in
         F. L. Cesista's re-derivation; not given in what we could read of the paper).
-    release_weights, generator, track_error_cosine
+    release_weights, generator, diagnostics, track_error_cosine
         See :class:`ECOSGD`.
+    batched : bool
+        Default ``True``: update each quantized group foreach-style (moments with
+        ``torch._foreach_*``, one quantize call per bucket of equal block length). ``False``:
+        one parameter at a time (same update; stochastic rounding draws in another order).
 
     Examples
     --------
@@ -344,7 +371,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
     >>> opt = ECOAdamW([{"params": [lin.weight]},
     ...                 {"params": [lin.bias], "weight_format": None}], lr=1e-3)
     >>> lin(torch.randn(4, 64)).pow(2).mean().backward(); opt.step()
-    >>> opt.state[lin.weight]["qweight"].codes.dtype
+    >>> lin.weight.qtensor.codes.dtype
     torch.float8_e4m3fn
     """
 
@@ -352,8 +379,10 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                  eps: float = 1e-8, weight_decay: float = 1e-2, *,
                  weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT, rounding: str = "stochastic",
                  error_feedback: bool = True, exact_feedback: bool = False,
-                 decay_in_injection: bool = True, release_weights: bool = False,
-                 generator: torch.Generator | None = None, track_error_cosine: bool = False) -> None:
+                 decay_in_injection: bool = True, release_weights: bool = True,
+                 generator: torch.Generator | None = None, diagnostics: bool = False,
+                 track_error_cosine: bool = False, batched: bool = True) -> None:
+        self.batched = bool(batched)
         _check_hparam("lr", lr)
         if not isinstance(betas, tuple | list) or len(betas) != 2:
             raise TypeError("betas must be a pair of floats")
@@ -370,7 +399,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                         error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback),
                         decay_in_injection=bool(decay_in_injection))
         super().__init__(params, defaults, release_weights=release_weights, generator=generator,
-                         track_error_cosine=track_error_cosine)
+                         diagnostics=diagnostics, track_error_cosine=track_error_cosine)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None):
@@ -383,6 +412,12 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             self._check_lr(lr, group)
             quantized = group["weight_format"] is not None
+            if quantized and self.batched and not group["exact_feedback"] and not self.track_error_cosine:
+                self._batched_quantized_step(group, stats)
+                continue
+            if not quantized and self.batched:
+                self._batched_float_step(group)
+                continue
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -418,3 +453,165 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                     m.add_(denom * err, alpha=coeff)
         self._finish_step(stats)
         return loss
+
+    def _batched_quantized_step(self, group: dict, stats: list[float]) -> None:
+        """The same update for a whole quantized group, foreach-style: moments with
+        ``torch._foreach_*``, and one quantize call per bucket of parameters whose blocks have the
+        same length (rows of equal width for per-row scales), instead of one per parameter."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        spec: QuantSpec = group["weight_format"]
+        ps = [p for p in group["params"] if p.grad is not None]
+        if not ps:
+            return
+        grads = [p.grad for p in ps]
+        if any(g.is_sparse for g in grads):
+            raise TypeError("sparse gradients are not supported")
+        norms = torch._foreach_norm(grads)
+        if not bool(torch.isfinite(torch.stack(norms)).all()):
+            raise ValueError("gradient contains NaN or infinite values")
+        for p in ps:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros(p.shape)
+                state["exp_avg_sq"] = torch.zeros(p.shape)
+        steps = [self.state[p]["step"] for p in ps]
+        torch._foreach_add_(steps, 1.0)
+        ts = [float(t) for t in steps]
+        ms = [self.state[p]["exp_avg"] for p in ps]
+        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        torch._foreach_lerp_(ms, grads, 1 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
+        b1s = [1 - beta1**t for t in ts]
+        denoms = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denoms, [math.sqrt(1 - beta2**t) for t in ts])
+        torch._foreach_add_(denoms, eps)
+        # θ̃ = (1 - ηλ) θ̂ - η (m / b1) / D, computed in per-bucket flat buffers
+        buckets: dict[int, list[int]] = {}
+        for i, p in enumerate(ps):
+            buckets.setdefault(self._bucket_key(p, spec), []).append(i)
+        errs: list[torch.Tensor | None] = [None] * len(ps)
+        for key, idx in buckets.items():
+            if key < 0:  # not bucketable: one parameter on its own
+                idx_groups = [[i] for i in idx]
+            else:
+                idx_groups = [idx]
+            for ids in idx_groups:
+                if len(ids) == 1:
+                    flat = ps[ids[0]].dequantize().reshape(-1)
+                else:  # one dequantize for the whole bucket
+                    flat = self._bucket_values([ps[i] for i in ids], spec, key)
+                old = flat.clone() if self.track_diagnostics else None
+                views = list(torch.split(flat, [ps[i].numel() for i in ids]))
+                if wd:
+                    flat.mul_(1 - lr * wd)
+                torch._foreach_addcdiv_([v.view(ps[i].shape) for v, i in zip(views, ids, strict=True)],
+                                        [ms[i] for i in ids], [denoms[i] for i in ids],
+                                        [-lr / b1s[i] for i in ids])
+                if len(ids) == 1:
+                    q = quantize(flat.view(ps[ids[0]].shape), spec, rounding=group["rounding"],
+                                 generator=self.generator)
+                    new = dequantize(q).reshape(-1)
+                    parts = [q]
+                else:
+                    k = key
+                    q = quantize(flat.view(-1, k), spec, rounding=group["rounding"], generator=self.generator)
+                    new = dequantize(q).reshape(-1)
+                    parts = self._split_qtensor(q, [ps[i] for i in ids], spec)
+                flat.sub_(new)  # the error e = θ̃ - θ̂'
+                if old is not None:
+                    stats[0] += float((new == old).sum())
+                    stats[1] += new.numel()
+                    stats[2] += float(flat.pow(2).sum())
+                    stats[3] += float(new.pow(2).sum())
+                for part, i, v in zip(parts, ids, torch.split(flat, [ps[i].numel() for i in ids]), strict=True):
+                    ps[i].assign_(part)
+                    errs[i] = v.view(ps[i].shape)
+        if lr > 0 and group["error_feedback"]:
+            decay = (1 - lr * wd) if group["decay_in_injection"] else 1.0
+            coeffs = [decay * (b1 / lr) * (1.0 - 1.0 / beta1) for b1 in b1s]
+            torch._foreach_addcmul_(ms, denoms, errs, coeffs)
+
+    def _batched_float_step(self, group: dict) -> None:
+        """torch's AdamW update for a float32 group with ``torch._foreach_*`` ops."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        ps = [p for p in group["params"] if p.grad is not None]
+        if not ps:
+            return
+        grads = [p.grad for p in ps]
+        if any(g.is_sparse for g in grads):
+            raise TypeError("sparse gradients are not supported")
+        if not bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+            raise ValueError("gradient contains NaN or infinite values")
+        for p in ps:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        steps = [self.state[p]["step"] for p in ps]
+        torch._foreach_add_(steps, 1.0)
+        ts = [float(t) for t in steps]
+        ms = [self.state[p]["exp_avg"] for p in ps]
+        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        torch._foreach_lerp_(ms, grads, 1 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
+        denoms = torch._foreach_sqrt(vs)
+        torch._foreach_div_(denoms, [math.sqrt(1 - beta2**t) for t in ts])
+        torch._foreach_add_(denoms, eps)
+        if wd:
+            torch._foreach_mul_(ps, 1 - lr * wd)
+        torch._foreach_addcdiv_(ps, ms, denoms, [-lr / (1 - beta1**t) for t in ts])
+
+    @staticmethod
+    def _bucket_values(params: list[torch.Tensor], spec: QuantSpec, k: int) -> torch.Tensor:
+        """Dequantized values of a bucket of quantized parameters, concatenated (one decode)."""
+        from icml26.core.quant import QTensor
+
+        qs = [p.qtensor for p in params]
+        codes = qs[0].codes
+        if codes.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            cat = torch.cat([q.codes.view(torch.uint8) for q in qs]).view(codes.dtype)
+        else:
+            cat = torch.cat([q.codes for q in qs])
+        scale = torch.cat([q.scale for q in qs])
+        n = sum(p.numel() for p in params)
+        return dequantize(QTensor(cat, scale, spec, torch.Size([n // k, k]))).reshape(-1)
+
+    @staticmethod
+    def _bucket_key(p: torch.Tensor, spec: QuantSpec) -> int:
+        """Block length when ``p``'s blocks are contiguous rows of its flattened values (per-row
+        or per-group scales along the last axis, byte-aligned codes), else -1."""
+        if p.dim() < 2 or spec.axis not in (-1, p.dim() - 1):
+            return -1
+        if spec.granularity == "channel":
+            k = p.shape[-1]
+        elif spec.granularity in ("group", "mx"):
+            k = spec.block_size
+            if p.shape[-1] % k:
+                return -1
+        else:
+            return -1
+        if spec.format.bits == 4 and p.numel() % 2:
+            return -1
+        return k
+
+    @staticmethod
+    def _split_qtensor(q, params: list[torch.Tensor], spec: QuantSpec) -> list:
+        from icml26.core.quant import QTensor
+
+        out = []
+        row = 0
+        byte = 0
+        half = spec.format.bits == 4
+        for p in params:
+            n_blocks = q.scale.shape[0] * p.numel() // q.numel
+            n_bytes = p.numel() // 2 if half else None
+            codes = q.codes[byte:byte + n_bytes] if half else q.codes[row:row + n_blocks]
+            out.append(QTensor(codes, q.scale[row:row + n_blocks], spec, p.shape))
+            row += n_blocks
+            if half:
+                byte += n_bytes
+        return out
