@@ -413,3 +413,42 @@ def test_report_merges_results_from_several_folders(tmp_path):
                          str(tmp_path / "nowhere")]) == 2
     finally:
         PAPERS.pop("zz_other_machine", None)
+
+
+# ---------------------------------------------------------------- review fixes
+
+
+def test_targeted_override_wins_over_a_plain_one():
+    from icml26.harness.runner import route_overrides
+
+    assert route_overrides([FAKE], [f"{FAKE}.n=5", "n=7"])[FAKE][-1] == "n=5"
+
+
+def test_profile_cannot_be_set_and_must_be_known(tmp_path):
+    with pytest.raises(ConfigError, match="--profile"):
+        run_paper(FAKE, "smoke", out=tmp_path, overrides=["profile=quick"])
+    from tests.harness.fake_paper import Config
+
+    with pytest.raises(ConfigError, match="profile"):
+        Config(profile="zzz")
+
+
+def test_control_identical_to_the_method_does_not_explain_anything():
+    metrics = {"method": {"x": [3.0, 4.0, 5.0]}, "baseline": {"x": [1.0, 2.0, 3.0]},
+               "control": {"x": [3.0, 4.0, 5.0]}}
+    entry = judge(_claim(), metrics, None)
+    assert entry["verdict"] == REPRODUCED and "explained_by" not in entry
+    assert entry["negative_control"]["identical_to"] == "method"
+
+
+def test_a_rule_that_raises_keeps_the_measured_metrics(tmp_path, monkeypatch):
+    import tests.harness.fake_paper as mod
+
+    def bad_rule(m, c):
+        raise RuntimeError("rule bug")
+
+    broken = Claim(**{**mod.CLAIMS[0].__dict__, "decide": bad_rule})
+    monkeypatch.setattr(mod, "CLAIMS", (broken,))
+    res = run_paper(FAKE, "smoke", out=tmp_path)
+    assert res["status"] == "error" and "rule bug" in res["error"]
+    assert len(res["metrics"]["method"]["error"]) == 3 and res["claims"] == []

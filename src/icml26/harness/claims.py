@@ -248,7 +248,7 @@ def judge(claim: Claim, metrics: Metrics, config: Any) -> dict[str, Any]:
         if twin is not None:
             nc["identical_to"] = twin
             nc["passes"] = False
-        if control.verdict == REPRODUCED and decision.verdict == REPRODUCED:
+        if control.verdict == REPRODUCED and decision.verdict == REPRODUCED and twin is None:
             entry["verdict"] = NOT_REPRODUCED
             entry["explained_by"] = arm
             entry["ours"] = f"{decision.ours} [explained by control arm {arm!r}, which passes too]"

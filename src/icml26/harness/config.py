@@ -74,6 +74,8 @@ class ExperimentConfig:
 
     def _validate_fields(self) -> None:
         """Check every field's value (see the module docstring); raise :class:`ConfigError`."""
+        if self.profile not in (*PROFILES, "custom"):
+            self.out_of_range("profile", f"one of {', '.join(PROFILES)} or custom")
         seeds = self.seeds
         if not isinstance(seeds, tuple) or not seeds:
             self.out_of_range("seeds", "a non-empty tuple of non-negative ints")
@@ -178,6 +180,8 @@ class ExperimentConfig:
         names = {f.name for f in dataclasses.fields(self)}
         changes: dict[str, Any] = {}
         for key, raw in overrides.items():
+            if key == "profile":
+                raise ConfigError("profile is chosen with --profile, not --set profile=...")
             if key not in names:
                 known = ", ".join(sorted(names))
                 raise ConfigError(f"unknown config key {key!r} for {type(self).__name__}; known: {known}")

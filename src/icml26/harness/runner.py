@@ -262,10 +262,13 @@ def run_paper(
         result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
         _fill_measurements(result, experiment, config, metrics, outputs, outdir)
     except Exception:
+        # judging or plotting raised: keep the measured metrics of the completed seeds
         result["status"] = "error"
         result["error"] = (result.get("error", "") + traceback.format_exc()).strip() + "\n"
-        result["seeds"], result["metrics"], result["claims"] = [], {}, []
-        result["partial"] = False
+        result["claims"] = []
+        if not result.get("metrics"):
+            result["seeds"], result["metrics"] = [], {}
+        result["partial"] = bool(result.get("partial"))
     result["runtime_s"] = round(time.perf_counter() - start, 3)
     result["over_budget"] = result["runtime_s"] > config.budget_s
     if result["over_budget"]:
@@ -335,7 +338,9 @@ def route_overrides(slugs: Sequence[str], overrides: Sequence[str] | None) -> di
     if not overrides:
         return routed
     configs = {s: get_paper(s).experiment().Config for s in slugs}
-    for key, value in parse_assignments(list(overrides)).items():
+    items = parse_assignments(list(overrides))
+    # plain keys first, then slug.key, so a targeted override always wins over a plain one
+    for key, value in sorted(items.items(), key=lambda kv: "." in kv[0]):
         if "." in key:
             slug, name = key.split(".", 1)
             if slug not in routed:
