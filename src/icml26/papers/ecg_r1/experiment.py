@@ -242,9 +242,6 @@ CLAIMS = (
 
 
 def plot(config: Config, outputs, outdir):
-    import matplotlib
-
-    matplotlib.use("Agg")
     from icml26.harness.plots import pyplot
 
     from .render import plot_ecg12

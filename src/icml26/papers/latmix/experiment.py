@@ -473,10 +473,9 @@ CLAIMS = (
 
 
 def plot(config: Config, outputs, outdir):
-    import matplotlib
+    from icml26.harness.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     paths = []
     arms = ["rtn", "hadamard", "block_hadamard", "smoothquant", "rotation", "mx_unaware", "latmix"]
