@@ -125,7 +125,7 @@ def _base_model(c: Config, seed: int) -> NumericalDecisionTransformer:
 
 
 def _regimes(c: Config, seed: int) -> dict[str, BanditBatch]:
-    """The held-out evaluation instances (fresh each call: envs are stateful)."""
+    """The held-out evaluation instances of one seed."""
     s = 1_000_000 + seed * 10
     n = c.eval_tasks
     return {
@@ -137,18 +137,19 @@ def _regimes(c: Config, seed: int) -> dict[str, BanditBatch]:
     }
 
 
-def _classical(c: Config, seed: int) -> dict[str, dict[str, float]]:
+def _classical(envs: dict[str, BanditBatch], seed: int) -> dict[str, dict[str, float]]:
+    """Regret of the classical baselines on the held-out instances (each run resets its env)."""
+    factories = {"ucb1": lambda env: UCB1(env.batch, env.k),
+                 "thompson": lambda env: ThompsonSampling(env.batch, env.k,
+                                                          bernoulli=env.noise != "gaussian"),
+                 "eps_greedy": lambda env: EpsilonGreedy(env.batch, env.k, 0.1),
+                 "uniform": lambda env: UniformRandom(env.batch, env.k),
+                 "sw_ucb": lambda env: SlidingWindowUCB(env.batch, env.k, window=20)}
     out: dict[str, dict[str, float]] = {}
-    factories = {"ucb1": UCB1, "thompson": lambda b, k: ThompsonSampling(b, k),
-                 "eps_greedy": lambda b, k: EpsilonGreedy(b, k, 0.1), "uniform": UniformRandom,
-                 "sw_ucb": lambda b, k: SlidingWindowUCB(b, k, window=20)}
     for name, make in factories.items():
         out[name] = {}
-        for regime, env in _regimes(c, seed).items():
-            gaussian = env.noise == "gaussian"
-            policy = ThompsonSampling(env.batch, env.k, bernoulli=not gaussian) if name == "thompson" \
-                else make(env.batch, env.k)
-            run_policy(policy, env, seed=seed + 7)
+        for regime, env in envs.items():
+            run_policy(make(env), env, seed=seed + 7)
             out[name][f"regret_{regime}"] = float(env.cumulative_regret()[:, -1].mean())
     return out
 
@@ -167,19 +168,20 @@ def run(config: Config, seed: int) -> SeedOutput:
     histories["ad_ucb"] = distill_policy(ad, UCB1, sampler, _rmft_config(c, "regret"), seed=seed + 1)
     models["ad_ucb"] = ad
 
+    envs = _regimes(c, seed)  # sampled once; every evaluation resets the env to its own seed
     metrics: dict[str, dict[str, float]] = {}
     curves: dict[str, dict[str, list[float]]] = {}
     for arm, model in models.items():
         metrics[arm] = {}
         curves[arm] = {}
-        for regime, env in _regimes(c, seed).items():
+        for regime, env in envs.items():
             cum = evaluate_regret(model, env, seed=seed + 7)
             metrics[arm][f"regret_{regime}"] = float(cum[:, -1].mean())
             curves[arm][regime] = cum.mean(axis=0).tolist()
         h = histories.get(arm)
         metrics[arm]["sft_examples"] = float(h.sft_examples) if h else 0.0
         metrics[arm]["rollout_steps"] = float(h.rollout_steps) if h else 0.0
-    metrics.update(_classical(c, seed))
+    metrics.update(_classical(envs, seed))
     extras = {"curves": curves,
               "history": {a: {"rollout_regret": h.rollout_regret, "kept_regret": h.kept_regret,
                               "entropy": h.entropy, "sft_loss": h.sft_loss}
