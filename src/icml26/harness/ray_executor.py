@@ -57,7 +57,7 @@ def run_many_ray(
     address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Submit every (paper, seed) job at once, then gather, judge and write paper by paper."""
-    from .runner import _config_key, _new_result, run_experiment, run_paper, write_result
+    from .runner import _run_isolated, checkpoint_dir, run_experiment
 
     ray = _ray()
     started = not ray.is_initialized()
@@ -71,25 +71,16 @@ def run_many_ray(
         refs: dict[str, dict[int, Any]] = {}
         for slug in slugs:
             cfg = configs[slug]
-            ckpt = Path(out) / slug / cfg.profile / ".seeds" / _config_key(cfg)
+            ckpt = checkpoint_dir(out, slug, cfg)
             refs[slug] = {seed: task.options(**cfg.resources).remote(slug, cfg, seed)
                           for seed in cfg.seeds
                           if not (resume and (ckpt / f"seed-{seed}.json").is_file())}
         results = []
         for slug in slugs:
-            progress = progress_factory(slug) if progress_factory else None
             execute = partial(run_experiment, compute=partial(_gathered, refs[slug], ray))
-            try:
-                results.append(run_paper(slug, profile, seeds=seeds, overrides=overrides[slug],
-                                         out=out, progress=progress, resume=resume,
-                                         seed_executor=execute))
-            except Exception:
-                import traceback
-
-                result = _new_result(slug, profile, [], {})
-                result.update(status="error", error=traceback.format_exc())
-                write_result(result, Path(out) / slug / profile)
-                results.append(result)
+            results.append(_run_isolated(slug, profile, seeds, overrides[slug], out,
+                                         progress_factory(slug) if progress_factory else None,
+                                         resume, seed_executor=execute))
         return results
     finally:
         if started:

@@ -23,15 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .registry import PAPERS
-from .report import collect_latest, control_flag
+from .report import _cell, collect_latest, control_flag
 from .result import atomic_write_json, atomic_write_text
 
 TABLE_START, TABLE_END = "<!-- papers-table:start -->", "<!-- papers-table:end -->"
 CLAIMS_START, CLAIMS_END = "<!-- claims-table:start -->", "<!-- claims-table:end -->"
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def summarize(results_dir: str | Path, profile: str = "quick") -> dict[str, Any]:

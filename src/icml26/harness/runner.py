@@ -110,6 +110,11 @@ def _config_key(config: ExperimentConfig) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def checkpoint_dir(out: str | Path, slug: str, config: ExperimentConfig) -> Path:
+    """Where the completed seeds of this paper and configuration are checkpointed."""
+    return Path(out) / slug / config.profile / ".seeds" / _config_key(config)
+
+
 def aggregate(outputs: Sequence[SeedOutput]) -> dict[str, dict[str, list[float]]]:
     """``{arm: {metric: [per seed]}}`` from per-seed outputs (which must agree on arms/metrics)."""
     metrics: dict[str, dict[str, list[float]]] = {}
@@ -238,7 +243,7 @@ def run_paper(
     config = build_config(experiment, profile, overrides, seeds)
     check_claims(experiment.CLAIMS)
     outdir = Path(out) / slug / config.profile
-    ckpt_dir = outdir / ".seeds" / _config_key(config)
+    ckpt_dir = checkpoint_dir(out, slug, config)
     result = _new_result(slug, config.profile, list(config.seeds), config.to_dict())
     result.update({"title": info.title, "arxiv": info.arxiv, "budget_s": config.budget_s,
                    "over_budget": False, "platform": platform_info()})
@@ -404,10 +409,11 @@ def run_many(
 
 def _run_isolated(slug: str, profile: str, seeds: Sequence[int] | None,
                   overrides: Sequence[str] | None, out: str | Path,
-                  progress: Progress | None, resume: bool = False) -> dict[str, Any]:
+                  progress: Progress | None, resume: bool = False,
+                  seed_executor: Callable[..., Any] | None = None) -> dict[str, Any]:
     try:
         return run_paper(slug, profile, seeds=seeds, overrides=overrides, out=out,
-                         progress=progress, resume=resume)
+                         progress=progress, resume=resume, seed_executor=seed_executor)
     except Exception:
         result = _new_result(slug, profile, [], {})
         result.update(status="error", error=traceback.format_exc())
