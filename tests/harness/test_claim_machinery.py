@@ -574,3 +574,23 @@ def test_auto_device_asks_for_a_gpu_where_the_seed_runs():
     assert config.resources_on(gpus_available=True)["num_gpus"] == 1.0
     assert config.resources_on(gpus_available=False)["num_gpus"] == 0.0
     assert mod.Config().resources_on(gpus_available=True)["num_gpus"] == 0.0
+
+
+def test_pin_tolerance_is_declared_by_the_experiment(tmp_path, monkeypatch):
+    """A paper that trains float32 models declares a looser numeric tolerance; verdicts stay exact."""
+    import tests.harness.fake_paper as mod
+    from icml26.harness.pins import TRAINING_TOLERANCE
+
+    res = run_paper(FAKE, "smoke", out=tmp_path)
+    pinned = json.loads(write_pin(res, tmp_path / "pin").read_text())
+    assert (pinned["rtol"], pinned["atol"]) == (1e-5, 1e-8)
+    moved = json.loads(json.dumps(res))
+    moved["claims"][0]["evidence"]["gap_mean"] *= 1.01
+    assert pin_differences(moved, pinned)
+    monkeypatch.setattr(mod, "PIN_TOLERANCE", TRAINING_TOLERANCE, raising=False)
+    assert pin_differences(moved, pinned) == []
+    moved["claims"][0]["verdict"] = NOT_REPRODUCED
+    assert any("verdict" in d for d in pin_differences(moved, pinned))
+    monkeypatch.setattr(mod, "PIN_TOLERANCE", {"rtol": 2.0, "atol": 0.0})
+    with pytest.raises(ValueError, match="PIN_TOLERANCE"):
+        pin_differences(moved, pinned)
