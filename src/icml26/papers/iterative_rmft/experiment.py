@@ -91,15 +91,15 @@ class Config(ExperimentConfig):
     text_k: int = 3
     text_horizon: int = 10
     text_d_model: int = 64
-    text_base_steps: int = 200
+    text_base_steps: int = 300
     text_base_episodes: int = 256
     text_iterations: int = 2
-    text_tasks_per_iter: int = 16
+    text_tasks_per_iter: int = 12
     text_rollouts_per_task: int = 8
     text_top_k: int = 2
     text_sft_epochs: int = 2
     text_lr: float = 1e-3
-    text_eval_tasks: int = 16
+    text_eval_tasks: int = 12
     rationale_threshold: float = 0.9
 
     BOUNDS = {"k": (2, 10), "horizon": (2, 128), "iterations": (1, None), "tasks_per_iter": (1, None),
@@ -132,16 +132,15 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls):
-        return cls(seeds=(0, 1, 2), tasks_per_iter=QUICK_TASKS)
+        return cls(seeds=(0, 1, 2))
 
     @classmethod
     def full(cls):
         return cls(seeds=(0, 1, 2, 3, 4), iterations=30, tasks_per_iter=256, eval_tasks=1000,
-                   text_base_steps=1500, text_iterations=8, text_tasks_per_iter=64, text_eval_tasks=100)
+                   text_base_steps=1500, text_iterations=6, text_tasks_per_iter=48, text_eval_tasks=64)
 
 
 SMOKE_TEXT_STEPS = 60
-QUICK_TASKS = 64  # was 128 until the text track joined the quick profile (90 s budget)
 
 
 def _rmft_config(c: Config, selection: str) -> RMFTConfig:
@@ -219,7 +218,7 @@ def _text_track(c: Config, seed: int) -> tuple[dict[str, dict[str, float]], dict
                         "sft_examples": float(h.sft_examples)}
         history[arm] = {"rollout_regret": h.rollout_regret, "kept_regret": h.kept_regret,
                         "rollout_valid": h.rollout_valid, "kept_valid": h.kept_valid,
-                        "sft_loss": h.sft_loss}
+                        "kept_consistent": h.kept_consistent, "sft_loss": h.sft_loss}
     llm = resolve_chat_model(lambda: None)  # opt-in only (--llm URL): evaluated, never fine-tuned
     if llm is not None:
         metrics["text_llm"] = evaluate(llm)
@@ -383,4 +382,16 @@ def plot(config: Config, outputs, outdir):
     axes[0].set_ylabel("cumulative regret")
     axes[0].legend(fontsize=7)
     paths.append(save_figure(fig, outdir / "regret_curves.png"))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    for arm in TEXT_ARMS:
+        hs = [o.extras["text_history"][arm] for o in outputs]
+        x = np.arange(1, len(hs[0]["rollout_regret"]) + 1)
+        axes[0].plot(x, np.mean([h["rollout_regret"] for h in hs], axis=0), marker="o", label=arm)
+        axes[1].plot(x, np.mean([h["kept_consistent"] for h in hs], axis=0), marker="o", label=arm)
+    axes[0].set_ylabel("mean text-rollout regret")
+    axes[1].set_ylabel("consistent rationales (kept turns)")
+    for ax in axes:
+        ax.set_xlabel("RMFT iteration (text track)")
+    axes[0].legend(fontsize=8)
+    paths.append(save_figure(fig, outdir / "text_track.png"))
     return paths
