@@ -289,7 +289,7 @@ def _survives(arm: str):
         verdict = "reproduced" if above and kept else "not reproduced"
         return Decision(verdict, f"{arm} vs text_m0 consistent rationales in distilled turns: "
                                  f"{v.mean():.3f} vs {v0.mean():.3f} (threshold {c.rationale_threshold})",
-                        {"valid": v.tolist(), "m0_valid": v0.tolist(), "gap_se": se.tolist(),
+                        {"consistent": v.tolist(), "m0_consistent": v0.tolist(), "gap_se": se.tolist(),
                          "above_threshold": above, "no_drop": kept})
     return rule
 
@@ -392,6 +392,7 @@ def plot(config: Config, outputs, outdir):
     axes[1].set_ylabel("consistent rationales (kept turns)")
     for ax in axes:
         ax.set_xlabel("RMFT iteration (text track)")
+        ax.set_xticks(x)
     axes[0].legend(fontsize=8)
     paths.append(save_figure(fig, outdir / "text_track.png"))
     return paths
