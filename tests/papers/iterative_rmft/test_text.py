@@ -201,3 +201,18 @@ def test_evaluation_reports_validity_of_all_and_of_the_distilled_turns():
     assert ev["valid"] == ev["kept_valid"] == ev["parsed"] == 1.0 and ev["kept_valid_se"] == 0.0
     liar = ScriptedChat(lambda m: "<r>a0=9/9</r>0")
     assert evaluate_text(liar, tasks, rollouts_per_task=2, top_k=1)["kept_valid"] == 0.0
+
+
+def test_an_opted_in_chat_model_is_evaluated_as_its_own_arm(monkeypatch):
+    from icml26.papers.iterative_rmft import experiment
+
+    c = experiment.Config.smoke()
+    c = type(c)(seeds=(0,), text_base_steps=2, text_iterations=1, text_tasks_per_iter=2,
+                text_rollouts_per_task=2, text_top_k=1, text_eval_tasks=2, text_sft_epochs=1)
+    metrics, _ = experiment._text_track(c, 0)
+    assert "text_llm" not in metrics
+    monkeypatch.setattr(experiment, "resolve_chat_model",
+                        lambda default: _honest(lambda t, w, n: 0))
+    metrics, history = experiment._text_track(c, 0)
+    assert metrics["text_llm"]["consistent"] == 1.0 and metrics["text_llm"]["valid"] == 1.0
+    assert set(history) == {"base_sft_loss", "text_rmft", "text_action_only"}
