@@ -57,8 +57,11 @@ def experts_rollout(model: NumericalDecisionTransformer, env: ExpertsBatch, *, t
     cache = model.new_cache()
     rv = torch.from_numpy(env.rewards).float()
     for t in range(horizon):
-        x_t = experts_features(rv[:, t - 1:t] if t else rv[:, :0], actions[:, t - 1:t] if t else actions[:, :0],
-                               horizon, model.k_max)[:, -1]
+        x_t = torch.zeros(b, model.k_max + 2)
+        if t:
+            x_t[:, :k] = rv[:, t - 1]
+            x_t[:, model.k_max] = rv[torch.arange(b), t - 1, actions[:, t - 1]]
+        x_t[:, model.k_max + 1] = t / horizon
         logits = model.step(x_t, k, t, cache)[:, :k]
         pi = F.softmax(logits / temperature, dim=-1)
         actions[:, t] = torch.multinomial(pi, 1, generator=gen)[:, 0]
