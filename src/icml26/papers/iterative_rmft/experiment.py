@@ -20,6 +20,10 @@ rollouts per task, fine-tune on rationale + action) and the control ``text_actio
 loop, loss on the action only). An LLM is evaluated (not fine-tuned) only by opt-in
 (``icml26 run iterative_rmft --llm URL``): arm ``text_llm``.
 
+Experts track (:mod:`.experts`): full-information online learning with the same transformer,
+M0 = random init; ``experts_rmft`` and ``experts_random_k`` with equal compute, Hedge beside them;
+the FOL regret of the policy on held-out stochastic reward sequences.
+
 Sizes are ours (the paper's L, k, N and SFT settings were not reachable; see the brief).
 """
 
