@@ -15,6 +15,9 @@ def test_smoke_profile_matches_pin(tmp_path):
     # equal compute: the three loop arms roll out and fine-tune on the same number of steps
     assert m["rmft"]["rollout_steps"] == m["random_k"]["rollout_steps"] == m["reward_k"]["rollout_steps"]
     assert m["rmft"]["sft_examples"] == m["random_k"]["sft_examples"] == m["ad_ucb"]["sft_examples"]
+    # the text arms fine-tune on the same number of kept turns (they differ only in the loss)
+    assert m["text_rmft"]["sft_examples"] == m["text_action_only"]["sft_examples"]
+    assert "text_llm" not in m   # no LLM unless opted in
 
 
 @pytest.mark.slow

@@ -72,7 +72,8 @@ class RMFTConfig:
 
 @dataclass
 class Trajectories:
-    """B episodes: actions (B, T) int64, rewards (B, T), pseudo-regret (B,), task id (B,)."""
+    """B episodes: actions (B, T) int64, rewards (B, T), pseudo-regret (B,), task id (B,);
+    full-information episodes also carry the revealed reward vectors (B, T, K)."""
 
     actions: np.ndarray
     rewards: np.ndarray
@@ -80,10 +81,23 @@ class Trajectories:
     task: np.ndarray
     k: int
     horizon: int
+    reward_vectors: np.ndarray | None = None
 
     def take(self, idx: np.ndarray) -> Trajectories:
+        rv = None if self.reward_vectors is None else self.reward_vectors[idx]
         return Trajectories(self.actions[idx], self.rewards[idx], self.regret[idx], self.task[idx],
-                            self.k, self.horizon)
+                            self.k, self.horizon, rv)
+
+    def features(self, k_max: int) -> torch.Tensor:
+        """Model inputs of every round (bandit or full-information layout)."""
+        if self.reward_vectors is None:
+            return NumericalDecisionTransformer.features(torch.from_numpy(self.actions[:, :-1]),
+                                                         torch.from_numpy(self.rewards[:, :-1]),
+                                                         self.horizon, k_max)
+        from .experts import experts_features
+
+        return experts_features(torch.from_numpy(self.reward_vectors[:, :-1]),
+                                torch.from_numpy(self.actions[:, :-1]), self.horizon, k_max)
 
 
 @torch.no_grad()
@@ -140,8 +154,7 @@ def sft(model: NumericalDecisionTransformer, data: list[Trajectories], *, epochs
         batch_size: int, seed: int = 0) -> float:
     """Next-action cross-entropy on the given trajectories (filtered behaviour cloning);
     returns the last epoch's mean loss."""
-    x = torch.cat([model.features(torch.from_numpy(d.actions[:, :-1]), torch.from_numpy(d.rewards[:, :-1]),
-                                  d.horizon, model.k_max) for d in data])
+    x = torch.cat([d.features(model.k_max) for d in data])
     y = torch.cat([torch.from_numpy(d.actions) for d in data])
     ks = {d.k for d in data}
     if len(ks) != 1:
