@@ -46,37 +46,41 @@ MAKERS = {
 }
 
 
-def _median_ms(fn, steps: int) -> float:
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1000 * statistics.median(times)
-
-
 def bench_model(name: str, steps: int) -> dict:
+    """All arms built side by side on the same model and batch; their steps are timed
+    round-robin (one step of each arm in turn), so load changes on a shared machine hit every
+    arm alike. Medians over ``steps`` rounds."""
     n_layer, n_embd, n_head, block, batch = MODELS[name]
     cfg = LMConfig(vocab_size=44, block_size=block, n_layer=n_layer, n_embd=n_embd, n_head=n_head)
     x = torch.randint(0, 44, (batch, block), generator=torch.Generator().manual_seed(0))
     y = torch.roll(x, -1, dims=1)
-    out = {"n_layer": n_layer, "n_embd": n_embd, "batch": batch, "block": block,
-           "optimizer_step_ms": {}, "train_step_ms": {}}
+    out = {"n_layer": n_layer, "n_embd": n_embd, "batch": batch, "block": block}
+    arms = {}
     for arm, make in MAKERS.items():
         torch.manual_seed(0)
         model = TinyCausalLM(cfg)
         out["n_params"] = model.num_parameters()
         opt = make(model)
         lm_loss(model, x, y).backward()
-        opt.step()  # warm-up: state allocation
+        opt.step()  # warm-up: state allocation (and flat buffers)
+        arms[arm] = (model, opt)
+    out["n_quantized"] = sum(p.numel() for n, p in arms["adamw_foreach"][0].named_parameters()
+                             if n in set(linear_weight_names(arms["adamw_foreach"][0])))
 
-        def train_step(model=model, opt=opt):
-            opt.zero_grad(set_to_none=True)
-            lm_loss(model, x, y).backward()
-            opt.step()
+    def train_step(model, opt):
+        opt.zero_grad(set_to_none=True)
+        lm_loss(model, x, y).backward()
+        opt.step()
 
-        out["optimizer_step_ms"][arm] = round(_median_ms(opt.step, steps), 3)
-        out["train_step_ms"][arm] = round(_median_ms(train_step, max(3, steps // 2)), 3)
+    for key, fn, n in (("optimizer_step_ms", lambda m, o: o.step(), steps),
+                       ("train_step_ms", train_step, max(3, steps // 2))):
+        times: dict[str, list[float]] = {a: [] for a in arms}
+        for _ in range(n):
+            for arm, (model, opt) in arms.items():
+                t = time.perf_counter()
+                fn(model, opt)
+                times[arm].append(time.perf_counter() - t)
+        out[key] = {a: round(1000 * statistics.median(v), 3) for a, v in times.items()}
     base_o, base_t = out["optimizer_step_ms"]["adamw_foreach"], out["train_step_ms"]["adamw_foreach"]
     out["optimizer_step_ratio"] = {a: round(v / base_o, 2) for a, v in out["optimizer_step_ms"].items()}
     out["train_step_ratio"] = {a: round(v / base_t, 2) for a, v in out["train_step_ms"].items()}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from .formats import _fp8_table, _round, get_format
+from .formats import _fp8_table, get_format
 from .qtensor import _E8M0_TABLE, QuantSpec, _e8m0_exponent
 
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
@@ -124,12 +124,17 @@ def _stochastic_fp8_(y: torch.Tensor, codes: torch.Tensor, f, generator: torch.G
     r = random_bits(y.numel(), generator).view(y.shape).bitwise_and_(mask)  # uniform on [0, 2^d)
     # normal range: adding r to the magnitude bits and clearing the low d bits rounds the
     # magnitude up with probability (|y| - lo) / ulp; the sign bit is untouched
-    t = r.add_(y.view(torch.int32)).bitwise_and_(~mask).view(torch.float32)
-    # rows holding a value below the smallest normal 2^emin (uniform grid of step
-    # 2^(emin - mbits) there, where the bit trick is wrong) are redone with the exact rule
-    tiny = (y.abs().amin(dim=1) < 2.0 ** f.emin).nonzero().squeeze(1)
-    if tiny.numel():
-        t[tiny] = _round(y[tiny], f, "stochastic", generator)
+    t = torch.add(r, y.view(torch.int32)).bitwise_and_(~mask).view(torch.float32)
+    # below the smallest normal 2^emin the grid is uniform (step 2^(emin - mbits)) and the bit
+    # trick is wrong: in the few rows holding such a value, redo those with the exact rule
+    # floor(|y| / step + r 2^-d) step, same random numbers
+    a = y.abs()
+    rows = (a.amin(dim=1) < 2.0 ** f.emin).nonzero().squeeze(1)
+    if rows.numel():
+        ar = a[rows]
+        sub = ar.mul(2.0 ** (f.mbits - f.emin)).add_(r[rows].to(torch.float32).mul_(2.0 ** -d))
+        sub.floor_().mul_(2.0 ** (f.emin - f.mbits))
+        t[rows] = torch.where(ar < 2.0 ** f.emin, sub, t[rows].abs()).copysign_(y[rows])
     codes.copy_(t)  # exact: t is on the grid
     return t
 
