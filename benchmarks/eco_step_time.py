@@ -1,7 +1,8 @@
 """Step time: ECOAdamW (FP8 weights, SR and RTN) and the FP8 master-weight baseline vs
 ``torch.optim.AdamW(foreach=True)``, side by side in one run, on models of growing size.
 
-Run: ``python benchmarks/eco_step_time.py [--steps 20] [--threads 1] [--out eco_bench.json]``.
+Run: ``python benchmarks/eco_step_time.py --out benchmarks/eco_step_time.json --readme`` (the
+checked-in result; ``--readme`` re-renders the README's table from it).
 For each model (the reproduction's tiny LM, then 4-layer transformers of width 128/256/512) it
 reports the median time (ms) of the optimizer step alone (gradients computed once and reused) and
 of a full training step (forward + backward + step, where ECO also dequantizes each layer just
@@ -16,6 +17,7 @@ import json
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
@@ -40,6 +42,7 @@ MAKERS = {
     "adamw_foreach": lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=True),
     "eco_fp8_sr": lambda m: ECOAdamW(eco_param_groups(m, FP8), lr=1e-3),
     "eco_fp8_rtn": lambda m: ECOAdamW(eco_param_groups(m, FP8), lr=1e-3, rounding="nearest"),
+    "adamw_fused": lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True),
     "master_weight_fp8": lambda m: MasterWeightOptimizer(
         torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=True),
         [p for n, p in m.named_parameters() if n in set(linear_weight_names(m))], FP8),
@@ -93,10 +96,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--readme", action="store_true",
+                    help="rewrite the step-time table of src/icml26/papers/eco/README.md from --out")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     res = {"torch": torch.__version__, "machine": platform.machine(), "threads": args.threads,
-           "models": {}}
+           "steps": args.steps, "models": {}}
     for name in args.models.split(","):
         res["models"][name] = bench_model(name, args.steps)
         print(name, json.dumps(res["models"][name]["optimizer_step_ratio"]), flush=True)
@@ -106,7 +111,12 @@ def main() -> None:
     print(text)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write(text + "\n")
+        if args.readme:
+            from icml26.papers.eco.steptime import update_readme
+
+            readme = Path(__file__).resolve().parents[1] / "src/icml26/papers/eco/README.md"
+            update_readme(args.out, readme)
 
 
 if __name__ == "__main__":
