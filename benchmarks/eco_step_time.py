@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -101,10 +102,12 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     res = {"torch": torch.__version__, "machine": platform.machine(), "threads": args.threads,
-           "steps": args.steps, "models": {}}
+           "steps": args.steps, "cpu_count": os.cpu_count(),
+           "loadavg_1min_start": round(os.getloadavg()[0], 2), "models": {}}
     for name in args.models.split(","):
         res["models"][name] = bench_model(name, args.steps)
         print(name, json.dumps(res["models"][name]["optimizer_step_ratio"]), flush=True)
+    res["loadavg_1min_end"] = round(os.getloadavg()[0], 2)
     res["target_eco_step_le_1.5x_adamw_foreach"] = {
         name: m["optimizer_step_ratio"]["eco_fp8_sr"] <= 1.5 for name, m in res["models"].items()}
     text = json.dumps(res, indent=2)

@@ -19,8 +19,12 @@ ARMS = (("eco_fp8_sr", "ECOAdamW FP8 SR"), ("eco_fp8_rtn", "ECOAdamW FP8 RTN"),
 
 def render(res: Mapping[str, Any], source: str = "benchmarks/eco_step_time.json") -> str:
     """Markdown table of optimizer-step times (ms) and ratios to ``AdamW(foreach=True)``."""
+    load = ""
+    if "loadavg_1min_start" in res:
+        load = (f", machine load average {res['loadavg_1min_start']}–{res['loadavg_1min_end']} on "
+                f"{res['cpu_count']} cores (shared: absolute times are noisy, ratios less so)")
     lines = [f"Measured by `benchmarks/eco_step_time.py` (torch {res['torch']}, {res['threads']} thread, "
-             f"median of {res['steps']} round-robin steps; JSON: `{source}`). Optimizer step alone, "
+             f"median of {res['steps']} round-robin steps{load}; JSON: `{source}`). Optimizer step alone, "
              "ms (× AdamW(foreach)); last column: whole training step (forward + backward + step) "
              "of ECO-SR, × AdamW's.", "",
              "| model | params (quantized) | AdamW(foreach) | "
