@@ -470,11 +470,12 @@ def _int4_rule(m, config, arm: str) -> Decision:
     sr = np.asarray(m["ft_int4_naive_sr"]["val_loss"], dtype=float)
     a = np.asarray(m[arm]["val_loss"], dtype=float)
     gap_a, gap_sr = float((a - mw).mean()), float((sr - mw).mean())
-    ratio = gap_a / gap_sr if gap_sr > 0 else float("nan")
-    ok = gap_sr > 0 and gap_a < INT4_GAP_FRACTION * gap_sr
+    ratio = gap_a / gap_sr if gap_sr > 0 else None  # no gap to close when SR alone is not worse
+    ok = ratio is not None and ratio < INT4_GAP_FRACTION
+    shown = f"{ratio:.2f}" if ratio is not None else "n/a: SR alone not worse than MW"
     closes = Decision(REPRODUCED if ok else NOT_REPRODUCED,
                       f"INT4 {arm} − MW = {gap_a:+.4f} vs SR alone − MW = {gap_sr:+.4f} nats "
-                      f"(ratio {ratio:.2f}, need < {INT4_GAP_FRACTION})",
+                      f"(ratio {shown}, need < {INT4_GAP_FRACTION})",
                       {"gap": gap_a, "gap_sr_alone": gap_sr, "ratio": ratio, "mw": mw.tolist(),
                        "sr_alone": sr.tolist(), arm: a.tolist()})
     sr_loses = paired_improvement(mw, sr, higher_is_better=False, label="INT4 MW vs SR alone: ")
