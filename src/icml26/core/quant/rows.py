@@ -37,9 +37,10 @@ def supports_rows(spec: QuantSpec) -> bool:
             and spec.fixed_scale is None)
 
 
-def random_bits(n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def random_bits(n: int, generator: torch.Generator | None = None,
+                device: torch.device | str | None = None) -> torch.Tensor:
     """``n`` int32 values whose low 31 bits are uniform random bits (``int64`` draws split in two)."""
-    buf = torch.empty((n + 1) // 2, dtype=torch.int64)
+    buf = torch.empty((n + 1) // 2, dtype=torch.int64, device=device)
     buf.random_(generator=generator)  # uniform on [0, 2^63): every bit but the top one is uniform
     return buf.view(torch.int32)[:n]
 
@@ -47,7 +48,8 @@ def random_bits(n: int, generator: torch.Generator | None = None) -> torch.Tenso
 def row_scales(scale: torch.Tensor, spec: QuantSpec) -> torch.Tensor:
     """Float32 scale per row from stored scales (E8M0 bytes or float32), shape of ``scale``."""
     if scale.dtype == torch.uint8:
-        return torch.index_select(_E8M0_TABLE, 0, scale.reshape(-1).to(torch.int32)).reshape(scale.shape)
+        table = _E8M0_TABLE if scale.device.type == "cpu" else _E8M0_TABLE.to(scale.device)
+        return torch.index_select(table, 0, scale.reshape(-1).to(torch.int32)).reshape(scale.shape)
     return scale
 
 
@@ -58,7 +60,7 @@ def decode_rows(codes: torch.Tensor, scale: torch.Tensor, spec: QuantSpec,
     ``factor`` is folded into the 256-entry code table (free); when the scales are powers of two
     (E8M0) the result equals ``(codes * scale) * factor`` exactly.
     """
-    table = _fp8_table(codes.dtype)
+    table = _fp8_table(codes.dtype).to(codes.device)
     if factor != 1.0:
         table = table * factor
     idx = codes.reshape(-1).view(torch.uint8).to(torch.int32)
@@ -113,7 +115,7 @@ def requantize_rows_(theta: torch.Tensor, codes: torch.Tensor, scale: torch.Tens
 def _decode(codes: torch.Tensor) -> torch.Tensor:
     """Unscaled float32 values of FP8 codes (256-entry lookup)."""
     idx = codes.reshape(-1).view(torch.uint8).to(torch.int32)
-    return torch.index_select(_fp8_table(codes.dtype), 0, idx).reshape(codes.shape)
+    return torch.index_select(_fp8_table(codes.dtype).to(codes.device), 0, idx).reshape(codes.shape)
 
 
 def _stochastic_fp8_(y: torch.Tensor, codes: torch.Tensor, f, generator: torch.Generator | None) -> torch.Tensor:
@@ -121,7 +123,7 @@ def _stochastic_fp8_(y: torch.Tensor, codes: torch.Tensor, f, generator: torch.G
     ``codes``; returns the rounded values (float32)."""
     d = 23 - f.mbits
     mask = (1 << d) - 1
-    r = random_bits(y.numel(), generator).view(y.shape).bitwise_and_(mask)  # uniform on [0, 2^d)
+    r = random_bits(y.numel(), generator, y.device).view(y.shape).bitwise_and_(mask)  # uniform on [0, 2^d)
     # normal range: adding r to the magnitude bits and clearing the low d bits rounds the
     # magnitude up with probability (|y| - lo) / ulp; the sign bit is untouched
     t = torch.add(r, y.view(torch.int32)).bitwise_and_(~mask).view(torch.float32)

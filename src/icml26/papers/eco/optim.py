@@ -480,8 +480,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             state = self.state[p]
             if "step" not in state:
                 state["step"] = torch.tensor(0.0)
-                state["exp_avg"] = torch.zeros(p.shape)
-                state["exp_avg_sq"] = torch.zeros(p.shape)
+                state["exp_avg"] = torch.zeros(p.shape, device=p.device)
+                state["exp_avg_sq"] = torch.zeros(p.shape, device=p.device)
         steps = [self.state[p]["step"] for p in ps]
         torch._foreach_add_(steps, 1.0)
         ts = [float(t) for t in steps]
@@ -721,10 +721,11 @@ class _FlatBucket:
         self.rows = [p.numel() // k for p in params]
         n = sum(self.rows)
         q0 = params[0].qtensor
-        self.codes = torch.empty(n, k, dtype=q0.codes.dtype)
-        self.scale = torch.empty(n, 1, dtype=q0.scale.dtype)
-        self.m = torch.empty(n, k)
-        self.v = torch.empty(n, k)
+        dev = q0.codes.device
+        self.codes = torch.empty(n, k, dtype=q0.codes.dtype, device=dev)
+        self.scale = torch.empty(n, 1, dtype=q0.scale.dtype, device=dev)
+        self.m = torch.empty(n, k, device=dev)
+        self.v = torch.empty(n, k, device=dev)
         r0 = 0
         for p, r in zip(self.params, self.rows, strict=True):
             q, st = p.qtensor, state[p]
