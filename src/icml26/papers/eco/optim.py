@@ -366,9 +366,13 @@ class ECOAdamW(_QuantizedWeightOptimizer):
     release_weights, generator, diagnostics, track_error_cosine
         See :class:`ECOSGD`.
     batched : bool
-        Default ``True``: update each quantized group foreach-style (moments with
-        ``torch._foreach_*``, one quantize call per bucket of equal block length). ``False``:
-        one parameter at a time (same update; stochastic rounding draws in another order).
+        Default ``True``: update each quantized group foreach-style. FP8 parameters whose rows
+        are their scale blocks share, per row length, one flat buffer for codes, scales,
+        ``exp_avg`` and ``exp_avg_sq`` (each parameter's tensors are views of it; re-made after
+        ``load_state_dict``), updated in row chunks with
+        :func:`~icml26.core.quant.rows.requantize_rows_`; other formats get one quantize call per
+        bucket of equal block length. ``False``: one parameter at a time (same update; round to
+        nearest gives the same weights, stochastic rounding draws in another order).
 
     Examples
     --------
