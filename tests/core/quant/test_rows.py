@@ -102,3 +102,15 @@ def test_bad_rounding():
     codes, scale = _buffers(x, spec)
     with pytest.raises(ValueError, match="rounding"):
         requantize_rows_(x, codes, scale, spec, "up")
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_bit_decode_equals_torch_cast_for_every_finite_code(dtype):
+    from icml26.core.quant.rows import _decode
+
+    codes = torch.arange(256, dtype=torch.uint8).view(dtype).reshape(16, 16)
+    ref = codes.to(torch.float32)
+    got = _decode(codes)
+    finite = torch.isfinite(ref)
+    assert torch.equal(got[finite], ref[finite])
+    assert torch.equal(_decode(codes, 0.75)[finite], ref[finite] * 0.75)

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import torch
 
-from .formats import _fp8_table, get_format
+from .formats import get_format
 from .qtensor import _E8M0_TABLE, QuantSpec, _e8m0_exponent
 
 _FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_FP8_FORMATS = {torch.float8_e4m3fn: get_format("fp8_e4m3"), torch.float8_e5m2: get_format("fp8_e5m2")}
 
 
 def supports_rows(spec: QuantSpec) -> bool:
@@ -57,15 +58,26 @@ def decode_rows(codes: torch.Tensor, scale: torch.Tensor, spec: QuantSpec,
                 factor: float = 1.0) -> torch.Tensor:
     """``factor *`` the float32 values of FP8 ``codes`` (shape (rows, k)) times their row scales.
 
-    ``factor`` is folded into the 256-entry code table (free); when the scales are powers of two
-    (E8M0) the result equals ``(codes * scale) * factor`` exactly.
+    ``factor`` is folded into the decode (free); when the scales are powers of two (E8M0) the
+    result equals ``(codes * scale) * factor`` exactly.
     """
-    table = _fp8_table(codes.dtype).to(codes.device)
-    if factor != 1.0:
-        table = table * factor
-    idx = codes.reshape(-1).view(torch.uint8).to(torch.int32)
-    vals = torch.index_select(table, 0, idx).reshape(codes.shape)
-    return vals.mul_(row_scales(scale, spec))
+    return _decode(codes, factor).mul_(row_scales(scale, spec))
+
+
+def _decode(codes: torch.Tensor, factor: float = 1.0) -> torch.Tensor:
+    """``factor *`` the unscaled float32 values of FP8 codes, from their bits.
+
+    An FP8 code ``s eeee mmm`` (E4M3; E5M2 alike) placed at float32 bit positions 31 and
+    30-20 (sign-extended int8 shifted left, masked) is a float32 whose value is the code's value
+    times ``2^-(127 - bias)`` — for subnormal codes too, as float32 subnormals — so one exact
+    multiplication by ``2^(127 - bias)`` decodes it (NaN codes, never stored, decode to finite
+    values). Same values as the 256-entry table (tested), without a gather.
+    """
+    f = _FP8_FORMATS[codes.dtype]
+    shift = 23 - f.mbits
+    mask = (-(2**31)) | (((1 << (f.ebits + f.mbits)) - 1) << shift)
+    bits = codes.view(torch.int8).to(torch.int32).bitwise_left_shift_(shift).bitwise_and_(mask)
+    return bits.view(torch.float32).mul_(2.0 ** (127 - f.bias) * factor)
 
 
 @torch.no_grad()
@@ -110,12 +122,6 @@ def requantize_rows_(theta: torch.Tensor, codes: torch.Tensor, scale: torch.Tens
     if spec.scale_kind == "e8m0":
         return y.sub_(new_y).mul_(s)
     return theta.sub_(new_y.mul_(s))
-
-
-def _decode(codes: torch.Tensor) -> torch.Tensor:
-    """Unscaled float32 values of FP8 codes (256-entry lookup)."""
-    idx = codes.reshape(-1).view(torch.uint8).to(torch.int32)
-    return torch.index_select(_fp8_table(codes.dtype).to(codes.device), 0, idx).reshape(codes.shape)
 
 
 def _stochastic_fp8_(y: torch.Tensor, codes: torch.Tensor, f, generator: torch.Generator | None) -> torch.Tensor:
