@@ -52,7 +52,7 @@ INT4_GAP_FRACTION = 0.5  # INT4: ECO-SR's gap to MW below this fraction of SR-al
 class Config(ExperimentConfig):
     # theory toy (noisy quadratic, uniform grid δ = 2^-6, SGDM β = 0.9)
     toy_lrs: tuple[float, ...] = (1e-1, 3e-2, 1e-2, 3e-3, 1e-3)
-    toy_steps: int = 1000  # 1500, then 1200 before the decaying-η toy and INT4 fine-tuning (quick budget)
+    toy_steps: int = 800  # 1500, then 1200 before the decaying-η toy and INT4 fine-tuning (quick budget)
     toy_dim: int = 128
     toy_noise: float = 0.05
     toy_sr_arms: bool = False
@@ -67,7 +67,7 @@ class Config(ExperimentConfig):
     n_head: int = 4
     block_size: int = 64
     batch_size: int = 16
-    steps: int = 300  # 400 before the INT4 fine-tuning arms were added (quick budget)
+    steps: int = 200  # 400 before the INT4 fine-tuning arms were added (quick budget: ≤ 90 s)
     lr: float = 1e-2
     beta2: float = 0.95
     weight_decay: float = 0.0
@@ -81,7 +81,7 @@ class Config(ExperimentConfig):
     # INT4 fine-tuning (paper: INT4 fine-tuning of DeepSeek-MoE-16B): start every arm from the
     # FP32 master weights of the FP8 master-weight run (the "pretrained" model), then train
     # ft_steps with INT4 weights at ft_lr (cosine to min_lr_ratio·ft_lr), same batches for all
-    ft_steps: int = 60
+    ft_steps: int = 40
     ft_lr: float = 3e-3
     ft_warmup_steps: int = 10
 
@@ -384,7 +384,7 @@ CLAIMS = (
                   "loss, while naive master-weight removal is clearly worse.",
         paper_value="qualitative ('near-lossless', Fig. 1 and pre-training tables; numbers not read)",
         metric="final validation loss, nats/char (lower is better)",
-        scale="laptop-scale: 2-layer d=64 char transformer, 300 steps (full: 1600) on the packaged corpus, "
+        scale="laptop-scale: 2-layer d=64 char transformer, 200 steps (full: 1600) on the packaged corpus, "
               "FP8 E4M3 per-row E8M0 scales, AdamW lr 1e-2 cosine to 1e-3, 3 seeds",
         rule=f"mean(ECO-SR − MW) ≤ {MATCH_TOL} nats AND naive-RTN worse than MW by > {NAIVE_GAP} "
              "nats and > 2 s.e. in every seed",
@@ -491,7 +491,7 @@ CLAIMS = CLAIMS + (
         paper_value="qualitative (INT4 fine-tuning near-lossless vs master weights; numbers not read)",
         metric="final validation loss after fine-tuning, nats/char (lower is better)",
         scale="laptop-scale: the LM's FP8 master-weight run's FP32 masters fine-tuned with INT4 "
-              "(group 32, FP32 absmax scales) weights, lr 3e-3 cosine to 3e-4; 60 steps (smoke 10, "
+              "(group 32, FP32 absmax scales) weights, lr 3e-3 cosine to 3e-4; 40 steps (smoke 10, "
               "full 400), 3 seeds",
         rule=f"mean(ECO-SR − MW) < {INT4_GAP_FRACTION} × mean(SR-alone − MW) AND MW better than SR "
              "alone in every seed, mean gap > 2 s.e. (paired)",
