@@ -1,7 +1,8 @@
 """Step time: ECOAdamW (FP8 weights, SR and RTN) and the FP8 master-weight baseline vs
 ``torch.optim.AdamW(foreach=True)``, side by side in one run, on models of growing size.
 
-Run: ``python benchmarks/eco_step_time.py [--steps 20] [--threads 1] [--out eco_bench.json]``.
+Run: ``python benchmarks/eco_step_time.py --out benchmarks/eco_step_time.json --readme`` (the
+checked-in result; ``--readme`` re-renders the README's table from it).
 For each model (the reproduction's tiny LM, then 4-layer transformers of width 128/256/512) it
 reports the median time (ms) of the optimizer step alone (gradients computed once and reused) and
 of a full training step (forward + backward + step, where ECO also dequantizes each layer just
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
@@ -40,43 +43,48 @@ MAKERS = {
     "adamw_foreach": lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=True),
     "eco_fp8_sr": lambda m: ECOAdamW(eco_param_groups(m, FP8), lr=1e-3),
     "eco_fp8_rtn": lambda m: ECOAdamW(eco_param_groups(m, FP8), lr=1e-3, rounding="nearest"),
+    "adamw_fused": lambda m: torch.optim.AdamW(m.parameters(), lr=1e-3, fused=True),
     "master_weight_fp8": lambda m: MasterWeightOptimizer(
         torch.optim.AdamW(m.parameters(), lr=1e-3, foreach=True),
         [p for n, p in m.named_parameters() if n in set(linear_weight_names(m))], FP8),
 }
 
 
-def _median_ms(fn, steps: int) -> float:
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1000 * statistics.median(times)
-
-
 def bench_model(name: str, steps: int) -> dict:
+    """All arms built side by side on the same model and batch; their steps are timed
+    round-robin (one step of each arm in turn), so load changes on a shared machine hit every
+    arm alike. Medians over ``steps`` rounds."""
     n_layer, n_embd, n_head, block, batch = MODELS[name]
     cfg = LMConfig(vocab_size=44, block_size=block, n_layer=n_layer, n_embd=n_embd, n_head=n_head)
     x = torch.randint(0, 44, (batch, block), generator=torch.Generator().manual_seed(0))
     y = torch.roll(x, -1, dims=1)
-    out = {"n_layer": n_layer, "n_embd": n_embd, "batch": batch, "block": block,
-           "optimizer_step_ms": {}, "train_step_ms": {}}
+    out = {"n_layer": n_layer, "n_embd": n_embd, "batch": batch, "block": block}
+    arms = {}
     for arm, make in MAKERS.items():
         torch.manual_seed(0)
         model = TinyCausalLM(cfg)
         out["n_params"] = model.num_parameters()
         opt = make(model)
         lm_loss(model, x, y).backward()
-        opt.step()  # warm-up: state allocation
+        opt.step()  # warm-up: state allocation (and flat buffers)
+        arms[arm] = (model, opt)
+    out["n_quantized"] = sum(p.numel() for n, p in arms["adamw_foreach"][0].named_parameters()
+                             if n in set(linear_weight_names(arms["adamw_foreach"][0])))
 
-        def train_step(model=model, opt=opt):
-            opt.zero_grad(set_to_none=True)
-            lm_loss(model, x, y).backward()
-            opt.step()
+    def train_step(model, opt):
+        opt.zero_grad(set_to_none=True)
+        lm_loss(model, x, y).backward()
+        opt.step()
 
-        out["optimizer_step_ms"][arm] = round(_median_ms(opt.step, steps), 3)
-        out["train_step_ms"][arm] = round(_median_ms(train_step, max(3, steps // 2)), 3)
+    for key, fn, n in (("optimizer_step_ms", lambda m, o: o.step(), steps),
+                       ("train_step_ms", train_step, max(3, steps // 2))):
+        times: dict[str, list[float]] = {a: [] for a in arms}
+        for _ in range(n):
+            for arm, (model, opt) in arms.items():
+                t = time.perf_counter()
+                fn(model, opt)
+                times[arm].append(time.perf_counter() - t)
+        out[key] = {a: round(1000 * statistics.median(v), 3) for a, v in times.items()}
     base_o, base_t = out["optimizer_step_ms"]["adamw_foreach"], out["train_step_ms"]["adamw_foreach"]
     out["optimizer_step_ratio"] = {a: round(v / base_o, 2) for a, v in out["optimizer_step_ms"].items()}
     out["train_step_ratio"] = {a: round(v / base_t, 2) for a, v in out["train_step_ms"].items()}
@@ -89,20 +97,29 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--out", default=None)
+    ap.add_argument("--readme", action="store_true",
+                    help="rewrite the step-time table of src/icml26/papers/eco/README.md from --out")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     res = {"torch": torch.__version__, "machine": platform.machine(), "threads": args.threads,
-           "models": {}}
+           "steps": args.steps, "cpu_count": os.cpu_count(),
+           "loadavg_1min_start": round(os.getloadavg()[0], 2), "models": {}}
     for name in args.models.split(","):
         res["models"][name] = bench_model(name, args.steps)
         print(name, json.dumps(res["models"][name]["optimizer_step_ratio"]), flush=True)
+    res["loadavg_1min_end"] = round(os.getloadavg()[0], 2)
     res["target_eco_step_le_1.5x_adamw_foreach"] = {
         name: m["optimizer_step_ratio"]["eco_fp8_sr"] <= 1.5 for name, m in res["models"].items()}
     text = json.dumps(res, indent=2)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
-            f.write(text)
+            f.write(text + "\n")
+        if args.readme:
+            from icml26.papers.eco.steptime import update_readme
+
+            readme = Path(__file__).resolve().parents[1] / "src/icml26/papers/eco/README.md"
+            update_readme(args.out, readme)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Correctness of the ECO optimizers, the master-weight baseline and the memory accounting."""
 
+import io
 import math
 
 import pytest
@@ -286,3 +287,54 @@ def test_batched_step_equals_the_per_parameter_step(spec):
                                    rtol=1e-6, atol=1e-7)
         torch.testing.assert_close(oa.state[pa]["exp_avg"], ob.state[pb]["exp_avg"], rtol=1e-5, atol=1e-8)
     assert oa.history["frozen_fraction"] == pytest.approx(ob.history["frozen_fraction"])
+
+
+def test_flat_buckets_are_views_and_survive_checkpoints():
+    """FP8 parameters of equal row length share one buffer for codes, scales and moments; the
+    model, the optimizer state and the memory accounting see each parameter's own part, and a
+    state_dict loaded into a fresh optimizer continues exactly like the original."""
+    x, y = _data()
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+    opt = ECOAdamW(eco_param_groups(m, FP8, exclude=()), lr=3e-3, rounding="stochastic",
+                   generator=torch.Generator().manual_seed(0))
+    _train(m, opt, 3, x, y)
+    w1, w2 = m[2].weight, m[4].weight  # both rows of length 32: one bucket
+    assert w1.qtensor.codes.untyped_storage().data_ptr() == w2.qtensor.codes.untyped_storage().data_ptr()
+    assert opt.state[w1]["exp_avg"].untyped_storage().data_ptr() == \
+        opt.state[w2]["exp_avg"].untyped_storage().data_ptr()
+    assert w1.storage_nbytes["codes"] == 32 * 32
+    q = [m[0].weight, w1, w2]
+    mem = static_memory_bytes(m, opt, q)
+    n = sum(p.numel() for p in q)
+    # moments (8 B each) + one float32 step counter per parameter; shared buffers counted once
+    assert mem["states"] == 8 * n + 4 * len(q) and mem["weights"] == n
+    # checkpoint into a fresh model + optimizer; both continue identically
+    buf = io.BytesIO()
+    torch.save({"model": m.state_dict(), "opt": opt.state_dict()}, buf)
+    buf.seek(0)
+    ckpt = torch.load(buf, weights_only=True)
+    sd_m, sd_o = ckpt["model"], ckpt["opt"]
+    torch.manual_seed(5)
+    m2 = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+    opt2 = ECOAdamW(eco_param_groups(m2, FP8, exclude=()), lr=3e-3, rounding="stochastic",
+                    generator=torch.Generator().manual_seed(9))
+    m2.load_state_dict(sd_m)
+    opt2.load_state_dict(sd_o)
+    _train(m, opt, 4, x, y)
+    _train(m2, opt2, 4, x, y)
+    for a, b in zip(m.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(a.dequantize() if isinstance(a, QuantizedWeight) else a.detach(),
+                           b.dequantize() if isinstance(b, QuantizedWeight) else b.detach())
+
+
+def test_flat_path_refreshes_float_copies_and_versions():
+    """release_weights=False keeps a float copy: the flat update refreshes it with the new codes."""
+    x, y = _data()
+    m = _mlp()
+    opt = ECOAdamW(eco_param_groups(m, FP8, exclude=()), lr=1e-2, release_weights=False)
+    w = m[0].weight
+    v0 = w._qversion
+    _train(m, opt, 3, x, y)
+    assert w._qversion == v0 + 3
+    assert torch.equal(w._values(), dequantize(w.qtensor))

@@ -161,9 +161,11 @@ class QuantizedWeight(torch.Tensor):
 
     @property
     def storage_nbytes(self) -> dict[str, int]:
-        """Bytes held: ``codes``, ``scales`` and ``float_cache`` (0 unless ``keep_float``)."""
-        return {"codes": int(self._q.codes.untyped_storage().nbytes()),
-                "scales": int(self._q.scale.untyped_storage().nbytes()),
+        """Bytes held: ``codes``, ``scales`` and ``float_cache`` (0 unless ``keep_float``). The
+        codes and scales may be views into a buffer shared with other weights (an optimizer's flat
+        bucket): only this weight's part is counted."""
+        return {"codes": int(self._q.codes.nbytes),
+                "scales": int(self._q.scale.nbytes),
                 "float_cache": 0 if self._cache is None else int(self._cache.untyped_storage().nbytes())}
 
     @torch.no_grad()

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from icml26.core.quant import (
+    QTensor,
     QuantizedWeight,
     QuantSpec,
     dequantize,
@@ -43,6 +44,10 @@ from icml26.core.quant import (
     spec_from_dict,
     spec_to_dict,
 )
+from icml26.core.quant.rows import decode_rows, requantize_rows_, supports_rows
+
+_CHUNK = 1 << 18
+"""Elements per chunk of the flat fast path (1 MB of float32 per temporary)."""
 
 DEFAULT_WEIGHT_FORMAT = QuantSpec("fp8_e4m3", granularity="channel", axis=-1, scale_kind="e8m0")
 """FP8 E4M3 with one power-of-two (E8M0) scale per output row. The paper's pre-training runs
@@ -80,6 +85,7 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
         self.track_diagnostics = bool(diagnostics) or self.track_error_cosine
         self.history: dict[str, list[float]] = {"frozen_fraction": [], "error_cosine": [],
                                                 "relative_error": []}
+        self._flat_buckets: dict[tuple[int, int], _FlatBucket] = {}
         super().__init__(params, defaults)
 
     # -- quantized storage ---------------------------------------------------------------------
@@ -360,9 +366,13 @@ class ECOAdamW(_QuantizedWeightOptimizer):
     release_weights, generator, diagnostics, track_error_cosine
         See :class:`ECOSGD`.
     batched : bool
-        Default ``True``: update each quantized group foreach-style (moments with
-        ``torch._foreach_*``, one quantize call per bucket of equal block length). ``False``:
-        one parameter at a time (same update; stochastic rounding draws in another order).
+        Default ``True``: update each quantized group foreach-style. FP8 parameters whose rows
+        are their scale blocks share, per row length, one flat buffer for codes, scales,
+        ``exp_avg`` and ``exp_avg_sq`` (each parameter's tensors are views of it; re-made after
+        ``load_state_dict``), updated in row chunks with
+        :func:`~icml26.core.quant.rows.requantize_rows_`; other formats get one quantize call per
+        bucket of equal block length. ``False``: one parameter at a time (same update; round to
+        nearest gives the same weights, stochastic rounding draws in another order).
 
     Examples
     --------
@@ -460,9 +470,10 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         same length (rows of equal width for per-row scales), instead of one per parameter."""
         lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         spec: QuantSpec = group["weight_format"]
-        ps = [p for p in group["params"] if p.grad is not None]
-        if not ps:
+        all_ps = [p for p in group["params"] if p.grad is not None]
+        if not all_ps:
             return
+        ps = all_ps
         grads = [p.grad for p in ps]
         if any(g.is_sparse for g in grads):
             raise TypeError("sparse gradients are not supported")
@@ -473,8 +484,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             state = self.state[p]
             if "step" not in state:
                 state["step"] = torch.tensor(0.0)
-                state["exp_avg"] = torch.zeros(p.shape)
-                state["exp_avg_sq"] = torch.zeros(p.shape)
+                state["exp_avg"] = torch.zeros(p.shape, device=p.device)
+                state["exp_avg_sq"] = torch.zeros(p.shape, device=p.device)
         steps = [self.state[p]["step"] for p in ps]
         torch._foreach_add_(steps, 1.0)
         ts = [float(t) for t in steps]
@@ -483,6 +494,26 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         torch._foreach_lerp_(ms, grads, 1 - beta1)
         torch._foreach_mul_(vs, beta2)
         torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
+        # fast path: parameters whose rows are their scale blocks (FP8 codes) live in one flat
+        # buffer per block length (codes, scales, moments); one set of whole-buffer ops updates them
+        flat: dict[int, list[int]] = {}
+        for i, p in enumerate(ps):
+            k = self._flat_key(p, spec)
+            if k > 0:
+                flat.setdefault(k, []).append(i)
+        done: set[int] = set()
+        for k, idx in flat.items():
+            if len({ts[i] for i in idx}) != 1:
+                continue  # parameters at different step counts: the general path below
+            bucket = self._flat_bucket(group, k, [ps[i] for i in idx])
+            self._flat_update(bucket, group, ts[idx[0]], stats)
+            done.update(idx)
+        if done:
+            keep = [i for i in range(len(ps)) if i not in done]
+            if not keep:
+                return
+            ps, ms, vs, ts = ([ps[i] for i in keep], [ms[i] for i in keep], [vs[i] for i in keep],
+                              [ts[i] for i in keep])
         b1s = [1 - beta1**t for t in ts]
         denoms = torch._foreach_sqrt(vs)
         torch._foreach_div_(denoms, [math.sqrt(1 - beta2**t) for t in ts])
@@ -565,6 +596,68 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             torch._foreach_mul_(ps, 1 - lr * wd)
         torch._foreach_addcdiv_(ps, ms, denoms, [-lr / (1 - beta1**t) for t in ts])
 
+    # -- flat buffers (fast path) -------------------------------------------------------------
+    def _flat_key(self, p: torch.Tensor, spec: QuantSpec) -> int:
+        """Row length when ``p`` can live in a flat FP8 bucket (rows = scale blocks), else -1."""
+        if not supports_rows(spec) or not isinstance(p, QuantizedWeight):
+            return -1
+        k = self._bucket_key(p, spec)
+        codes = p.qtensor.codes
+        if k < 0 or codes.dim() != 2 or codes.shape[1] != k or p.qtensor.scale.dim() != 2:
+            return -1
+        return k
+
+    def _flat_bucket(self, group: dict, k: int, params: list[torch.Tensor]) -> _FlatBucket:
+        key = (id(group), k)
+        bucket = self._flat_buckets.get(key)
+        if bucket is None or not bucket.valid(params, self.state):
+            bucket = self._flat_buckets[key] = _FlatBucket(params, k, self.state)
+        return bucket
+
+    def _flat_update(self, b: _FlatBucket, group: dict, t: float, stats: list[float]) -> None:
+        """The ECO-AdamW update of one flat bucket (moments already updated in place)."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        spec: QuantSpec = group["weight_format"]
+        b1, b2 = 1 - beta1**t, 1 - beta2**t
+        decay = 1 - lr * wd
+        coeff = 0.0
+        if lr > 0 and group["error_feedback"]:
+            coeff = (b1 / lr) * (1.0 - 1.0 / beta1)
+            if group["decay_in_injection"]:
+                coeff *= decay
+        sqrt_b2 = math.sqrt(b2)
+        n_rows = b.codes.shape[0]
+        step_rows = max(1, _CHUNK // b.codes.shape[1])
+        news = []
+        for r0 in range(0, n_rows, step_rows):
+            # row chunks of ~_CHUNK elements: every temporary stays in cache and is reused by
+            # the allocator instead of being a fresh multi-MB allocation (page faults)
+            sl = slice(r0, min(n_rows, r0 + step_rows))
+            codes, scale, m = b.codes[sl], b.scale[sl], b.m[sl]
+            denom = b.v[sl].sqrt()
+            denom.div_(sqrt_b2)
+            denom.add_(eps)
+            old = decode_rows(codes, scale, spec) if self.track_diagnostics else None
+            if spec.scale_kind == "e8m0":  # power-of-two scales: (c * decay) * s == (c * s) * decay
+                theta = decode_rows(codes, scale, spec, factor=decay)
+            else:
+                theta = decode_rows(codes, scale, spec)
+                if wd:
+                    theta.mul_(decay)
+            theta.addcdiv_(m, denom, value=-lr / b1)  # θ̃ = (1 - ηλ) θ̂ - η (m / b1) / D
+            err = requantize_rows_(theta, codes, scale, spec, group["rounding"], self.generator)  # θ̃ - θ̂'
+            new = decode_rows(codes, scale, spec) if old is not None or b.has_cache else None
+            if old is not None:
+                stats[0] += float((new == old).sum())
+                stats[1] += new.numel()
+                stats[2] += float(err.pow(2).sum())
+                stats[3] += float(new.pow(2).sum())
+            if coeff:
+                m.addcmul_(denom, err, value=coeff)
+            if b.has_cache:
+                news.append(new)
+        b.mark_updated(torch.cat(news) if news else None)
+
     @staticmethod
     def _bucket_values(params: list[torch.Tensor], spec: QuantSpec, k: int) -> torch.Tensor:
         """Dequantized values of a bucket of quantized parameters, concatenated (one decode)."""
@@ -615,3 +708,55 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             if half:
                 byte += n_bytes
         return out
+
+
+class _FlatBucket:
+    """Quantized parameters with equal row length stored in one flat buffer each for codes,
+    scales, ``exp_avg`` and ``exp_avg_sq``; every parameter's codes/scales and its optimizer
+    state are views into them, so model, checkpoints and ``state_dict`` see ordinary tensors.
+
+    Made on the first step and re-made whenever a view was replaced (``load_state_dict`` of the
+    optimizer, a weight re-assigned with another layout): :meth:`valid` compares data pointers.
+    """
+
+    def __init__(self, params: list[torch.Tensor], k: int, state) -> None:
+        self.params = list(params)
+        self.ids = tuple(id(p) for p in params)
+        self.rows = [p.numel() // k for p in params]
+        n = sum(self.rows)
+        q0 = params[0].qtensor
+        dev = q0.codes.device
+        self.codes = torch.empty(n, k, dtype=q0.codes.dtype, device=dev)
+        self.scale = torch.empty(n, 1, dtype=q0.scale.dtype, device=dev)
+        self.m = torch.empty(n, k, device=dev)
+        self.v = torch.empty(n, k, device=dev)
+        r0 = 0
+        for p, r in zip(self.params, self.rows, strict=True):
+            q, st = p.qtensor, state[p]
+            sl = slice(r0, r0 + r)
+            self.codes[sl].view(torch.uint8).copy_(q.codes.reshape(r, k).view(torch.uint8))
+            self.scale[sl].copy_(q.scale.reshape(r, 1))
+            self.m[sl].copy_(st["exp_avg"].reshape(r, k))
+            self.v[sl].copy_(st["exp_avg_sq"].reshape(r, k))
+            object.__setattr__(p, "_q", QTensor(self.codes[sl], self.scale[sl], q.spec, q.shape))
+            st["exp_avg"] = self.m[sl].view(p.shape)
+            st["exp_avg_sq"] = self.v[sl].view(p.shape)
+            r0 += r
+        self.ptrs = self._ptrs(state)
+        self.has_cache = any(p._cache is not None for p in self.params)
+
+    def _ptrs(self, state) -> list[tuple[int, ...]]:
+        return [(p.qtensor.codes.data_ptr(), p.qtensor.scale.data_ptr(),
+                 state[p]["exp_avg"].data_ptr(), state[p]["exp_avg_sq"].data_ptr()) for p in self.params]
+
+    def valid(self, params: list[torch.Tensor], state) -> bool:
+        return tuple(id(p) for p in params) == self.ids and self._ptrs(state) == self.ptrs
+
+    def mark_updated(self, new: torch.Tensor | None) -> None:
+        """The codes changed in place: bump each weight's version, refresh float caches."""
+        r0 = 0
+        for p, r in zip(self.params, self.rows, strict=True):
+            p._qversion += 1
+            if p._cache is not None:
+                p._cache.copy_(new[r0:r0 + r].view(p.shape))
+            r0 += r
