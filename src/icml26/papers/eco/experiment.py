@@ -33,6 +33,7 @@ from icml26.harness import (
     all_of,
     paired_improvement,
 )
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import save_figure
 
 from .baselines import MasterWeightOptimizer, eco_param_groups, linear_weight_names
@@ -47,6 +48,10 @@ MEMORY_RATIO = 0.72   # ECO static bytes / FP8-with-FP32-master bytes on the qua
 PEAK_ARMS = ("mw", "eco_sr")  # arms whose peak memory of one step is measured (+ eco_sr_keep_fp32)
 INT4_GAP_FRACTION = 0.5  # INT4: ECO-SR's gap to MW below this fraction of SR-alone's (brief check 5)
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
