@@ -88,7 +88,7 @@ def make_agents(language: IntentLanguage, d_model: int = 48, n_layers: int = 2, 
     """Fresh (attacker, defender) with random weights, sized for the language."""
     tok = build_tokenizer()
     seed_len = 2 + language.n_content
-    att_prompt, att_new = 1 + seed_len, 6 + language.max_depth
+    att_prompt, att_new = 1 + seed_len, 7 + language.max_depth
     def_prompt, def_new = 1 + seed_len + 3 * language.max_depth, 3
     torch.manual_seed(seed)
     mk = lambda block: TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=block,  # noqa: E731
@@ -125,6 +125,22 @@ def sft_attacker(attacker: Agent, pool: Sequence[dict], steps: int, lr: float = 
     """Phase 1: L_SFT = -E log pi_A(y_A | x) on the attack pool (core ``train_sft``)."""
     data = [{"prompt_ids": attacker.encode(r["seed"].text),
              "completion_ids": [*attacker.tok.encode(r["completion"]), attacker.tok.eos_id]} for r in pool]
+    cfg = SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size, max_steps=steps, seed=seed)
+    return train_sft(attacker.model, data, cfg, pad_id=attacker.tok.pad_id, prompt_length=attacker.prompt_length)
+
+
+def pretrain_attacker(attacker: Agent, language: IntentLanguage, seeds: Sequence[Seed], steps: int,
+                      lr: float = 3e-3, batch_size: int = 64, seed: int = 0) -> list[float]:
+    """The attacker's "base model": it learns the output syntax on random programs of any depth
+    (uniform, unrelated to the seed's intent) -- the stand-in for an LLM's prior ability to write
+    rewrites, which MAGIC's Phase 1 then steers with the depth-1 attack pool."""
+    rng = np.random.default_rng(seed)
+    data = []
+    for s in seeds:
+        prog = language.random_program(rng)
+        data.append({"prompt_ids": attacker.encode(s.text),
+                     "completion_ids": [*attacker.tok.encode(attacker_completion(cot(s, prog), program_text(prog))),
+                                        attacker.tok.eos_id]})
     cfg = SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size, max_steps=steps, seed=seed)
     return train_sft(attacker.model, data, cfg, pad_id=attacker.tok.pad_id, prompt_length=attacker.prompt_length)
 
