@@ -69,11 +69,11 @@ class Config(ExperimentConfig):
     label_noise: float = 0.15
     defender_updates: int = 60
     switch_every: int = 15
-    batch_size: int = 32
+    batch_size: int = 16
     group_size: int = 4
-    lr: float = 3e-3
+    lr: float = 2e-3
     heldout_programs: int = 24
-    adaptive_budget: int = 8
+    adaptive_budget: int = 4
     d_model: int = 48
     n_layers: int = 2
     r_harm: float = 1.0
