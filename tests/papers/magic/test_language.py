@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icml26.papers.magic import GrammarError, IntentLanguage, RuleJudge, ShallowReader, parse_program
+from icml26.papers.magic import (
+    GrammarError,
+    IntentLanguage,
+    RuleJudge,
+    ShallowReader,
+    parse_program,
+)
 from icml26.papers.magic.language import OPERATORS, REFUSE, tokens
 
 LANG = IntentLanguage(seed=3)

@@ -24,10 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 import torch
 
-from icml26.harness import Claim, ClaimArms, ExperimentConfig, SeedOutput, all_of, paired_improvement
+from icml26.harness import (
+    Claim,
+    ClaimArms,
+    ExperimentConfig,
+    SeedOutput,
+    all_of,
+    paired_improvement,
+)
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Decision, mean_se
 from icml26.harness.plots import pyplot, save_figure
 
@@ -230,7 +236,7 @@ def run(config: Config, seed: int) -> SeedOutput:
 
 SCALE = ("laptop-scale: synthetic intent language (24 words, 7 invertible rewriting operators, "
          "programs of depth <= 3), attacker and defender tiny causal LMs (d=48, 2 layers) trained "
-         "from scratch; 60 defender GRPO updates per trained arm (G=4, 32 seeds/step), rule judge")
+         "from scratch; 60 defender GRPO updates per trained arm (G=4, 16 seeds/step), rule judge")
 MARGIN = 0.05  # non-inferiority margin for "helpfulness kept" (brief: base - 0.05)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from icml26.core.lm.generate import generate
-from icml26.core.lm.grpo import compute_advantages, completion_logprobs, grpo_loss
+from icml26.core.lm.grpo import completion_logprobs, compute_advantages, grpo_loss
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.sft import SFTConfig, train_sft
 from icml26.core.lm.tokenizer import CharTokenizer
