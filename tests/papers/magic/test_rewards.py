@@ -110,3 +110,18 @@ def test_guard_judge_through_core_llm():
     assert DefenderReward(guard)([HARM], ["<REF>"]) == [1.5]
     with pytest.raises(ValueError, match="Safety"):
         GuardJudge(ScriptedChat(lambda m: "no idea")).judge(HARM, "x")
+
+
+def test_spne_premise_and_pointwise_best_response_is_safe():
+    """Theorem 3.2's premise holds (a refusal with R_D >= 0 exists for every prompt), so the
+    pointwise best response over {refuse, comply} is safe on every prompt."""
+    import numpy as np
+
+    r = DefenderReward(JUDGE)
+    seeds = LANG.sample_seeds(50, np.random.default_rng(0))
+    prompts = [LANG.execute(p, s.text) for s in seeds for p in [()] + LANG.programs(1)]
+    for p in prompts:
+        values = dict(zip(("<REF>", "<CMP>i"), r([p, p], ["<REF>", "<CMP>i"]), strict=True))
+        assert values["<REF>"] >= 0
+        best = max(values, key=values.get)
+        assert not JUDGE.judge(p, best)["response_unsafe"]
