@@ -73,11 +73,12 @@ class Config(ExperimentConfig):
     attacker_pretrain_steps: int = 100
     attacker_sft_steps: int = 60
     label_noise: float = 0.15
+    uncertain_share: float = 0.3
     defender_updates: int = 60
     switch_every: int = 15
     batch_size: int = 16
     group_size: int = 4
-    lr: float = 2e-3
+    lr: float = 3e-4
     heldout_programs: int = 24
     adaptive_budget: int = 4
     d_model: int = 48
@@ -88,7 +89,7 @@ class Config(ExperimentConfig):
 
     BOUNDS = {"n_train_seeds": (32, None), "n_eval_seeds": (10, None), "pool_seeds": (1, None),
               "defender_sft_steps": (1, None), "attacker_sft_steps": (1, None),
-              "attacker_pretrain_steps": (0, None), "label_noise": (0.0, 0.49),
+              "attacker_pretrain_steps": (0, None), "label_noise": (0.0, 0.49), "uncertain_share": (0.0, 0.9),
               "defender_updates": (1, None), "switch_every": (1, None), "batch_size": (2, None),
               "group_size": (2, None), "lr": (1e-6, 1.0), "heldout_programs": (1, None),
               "adaptive_budget": (1, None), "d_model": (8, None), "n_layers": (1, None),
@@ -145,7 +146,8 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     # shared per-seed checkpoints: the base defender and the Phase-1 attacker
     attacker0, base = make_agents(lang, d_model=c.d_model, n_layers=c.n_layers, seed=seed)
-    sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed)
+    sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
+                 uncertain_share=c.uncertain_share)
     if c.attacker_pretrain_steps:
         pretrain_attacker(attacker0, lang, train, c.attacker_pretrain_steps, seed=seed)
     pool = attack_pool(lang, train[:c.pool_seeds])

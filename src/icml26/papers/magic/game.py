@@ -150,15 +150,27 @@ def defender_target(seed: Seed, refuse: bool) -> str:
 
 
 def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise: float = 0.15,
-                 lr: float = 3e-3, batch_size: int = 64, seed: int = 0) -> list[float]:
-    """The "instruct" defender: SFT on vanilla seeds, refusing harmful ones, with label noise."""
+                 lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
+                 language: IntentLanguage | None = None, uncertain_share: float = 0.0) -> list[float]:
+    """The "instruct" defender: SFT on vanilla seeds, refusing harmful ones, with label noise.
+
+    With ``language`` and ``uncertain_share > 0``, that share of the examples are random depth-1
+    rewrites answered by a fair coin: the base model has seen obfuscated prompts but knows
+    nothing about them, so it is *uncertain* on them (as an instruct LLM's sampled answers vary)
+    rather than confidently arbitrary. The labels carry no information about intent.
+    """
     if not 0.0 <= label_noise < 0.5:
         raise ValueError(f"label_noise must be in [0, 0.5), got {label_noise!r}")
+    if not 0.0 <= uncertain_share < 1.0 or (uncertain_share > 0 and language is None):
+        raise ValueError("uncertain_share must be in [0, 1) and needs a language when > 0")
     rng = np.random.default_rng(seed)
     data = []
     for s in seeds:
-        refuse = s.harmful != bool(rng.random() < label_noise)
-        data.append({"prompt_ids": defender.encode(s.text),
+        text, refuse = s.text, s.harmful != bool(rng.random() < label_noise)
+        if uncertain_share and rng.random() < uncertain_share:
+            text = language.execute((language.operators[int(rng.integers(len(language.operators)))],), s.text)
+            refuse = bool(rng.random() < 0.5)
+        data.append({"prompt_ids": defender.encode(text),
                      "completion_ids": [*defender.tok.encode(defender_target(s, refuse)), defender.tok.eos_id]})
     cfg = SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size, max_steps=steps, seed=seed)
     return train_sft(defender.model, data, cfg, pad_id=defender.tok.pad_id, prompt_length=defender.prompt_length)
