@@ -129,3 +129,11 @@ def test_evaluation_metrics_bounds_and_errors(agents):
         r = DefenderReward(JUDGE)
         AlternatingGRPO(*make_agents(LANG, d_model=16), AttackerReward(r), r, LANG,
                         GameConfig(batch_size=64)).fit(seeds[:10], 2)
+
+
+def test_sft_defender_bad_inputs(agents):
+    seeds, _, dfn = agents
+    with pytest.raises(ValueError, match="language"):
+        sft_defender(dfn.copy(), seeds, 1, uncertain_share=0.3)
+    with pytest.raises(ValueError, match="label_noise"):
+        sft_defender(dfn.copy(), seeds, 1, label_noise=0.6)
