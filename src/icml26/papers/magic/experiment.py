@@ -166,16 +166,18 @@ def run(config: Config, seed: int) -> SeedOutput:
     h_fz = fz.fit(train, n, checkpoints=False)
     defenders["frozen_attacker"] = fz_def
 
-    ng_att, ng_def = attacker0.copy(), base.copy()
-    ng_logs = train_attacker_against(ng_att, base, r_att, lang, train, gcfg, n, seed=seed + 1)
-    train_defender_on(ng_def, r_def, train, attacker_source(ng_att, lang, torch.Generator().manual_seed(seed + 2)),
-                      gcfg, n, seed=seed + 1)
-    defenders["no_game"], attackers["no_game"] = ng_def, ng_att
-
     mg_att, mg_def = attacker0.copy(), base.copy()
     game = AlternatingGRPO(mg_att, mg_def, r_att, r_def, lang, gcfg, seed=seed + 1)
     h_mg = game.fit(train, n)
     defenders["magic"], attackers["magic"] = mg_def, mg_att
+
+    # no_game: as many attacker updates as MAGIC's attacker had, then as many defender updates
+    ng_att, ng_def = attacker0.copy(), base.copy()
+    ng_logs = train_attacker_against(ng_att, base, r_att, lang, train, gcfg,
+                                     h_mg.attacker_updates, seed=seed + 1)
+    train_defender_on(ng_def, r_def, train, attacker_source(ng_att, lang, torch.Generator().manual_seed(seed + 2)),
+                      gcfg, n, seed=seed + 1)
+    defenders["no_game"], attackers["no_game"] = ng_def, ng_att
 
     # fixed evaluation suites
     ev_rng = np.random.default_rng(20_000 + seed)
