@@ -344,8 +344,10 @@ def plot(config: Config, outputs, outdir):
     plt = pyplot()
     paths = []
     heat = np.mean([o.extras["heatmap"] for o in outputs], axis=0)
-    fig, ax = plt.subplots(figsize=(4.4, 3.6))
+    fig, ax = plt.subplots(figsize=(5.0, 3.8))
     im = ax.imshow(heat, cmap="Reds", vmin=0, vmax=max(0.05, float(heat.max())))
+    ax.set_xticks(range(heat.shape[1]))
+    ax.set_yticks(range(heat.shape[0]))
     for i in range(heat.shape[0]):
         for j in range(heat.shape[1]):
             ax.text(j, i, f"{heat[i, j]:.2f}", ha="center", va="center", fontsize=7)
@@ -353,6 +355,7 @@ def plot(config: Config, outputs, outdir):
     ax.set_ylabel("attacker checkpoint (round)")
     ax.set_title("MAGIC co-evolution: ASR", fontsize=9)
     fig.colorbar(im, ax=ax)
+    fig.tight_layout()
     paths.append(save_figure(fig, outdir / "coevolution_heatmap.png"))
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
     keys = ("asr_vanilla", "asr_pool", "asr_fixed", "asr_heldout", "asr_adaptive")
