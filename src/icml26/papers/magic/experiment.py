@@ -35,6 +35,7 @@ from icml26.harness import (
     paired_improvement,
 )
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Decision, mean_se
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
 
 from .game import (
@@ -61,6 +62,10 @@ from .rewards import AttackerReward, DefenderReward
 
 ARMS = ("base", "static", "frozen_attacker", "no_game", "magic")
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
