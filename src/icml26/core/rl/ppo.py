@@ -202,9 +202,9 @@ class PPO:
                 self.opt.step()
                 with torch.no_grad():
                     stats["approx_kl"] += float(((ratio - 1) - (logp - flat["logp"][i])).mean())
-                stats["policy_loss"] += float(pg)
-                stats["value_loss"] += float(vl)
-                stats["entropy"] += float(ent)
+                stats["policy_loss"] += float(pg.detach())
+                stats["value_loss"] += float(vl.detach())
+                stats["entropy"] += float(ent.detach())
                 count += 1
         self.updates += 1
         return {k: v / max(count, 1) for k, v in stats.items()}
