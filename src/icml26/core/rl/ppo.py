@@ -138,14 +138,19 @@ class PPO:
         logp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
         return a.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
 
-    def rollout(self, env: VecEnv, obs: np.ndarray, num_steps: int | None = None) -> dict[str, Any]:
+    def rollout(self, env: VecEnv, obs: np.ndarray, num_steps: int | None = None,
+                record: Any = None) -> dict[str, Any]:
         """Collect ``num_steps`` steps from every env; return the batch (with GAE advantages),
-        the next observation (``batch["next_obs"]``) and the env infos per step."""
+        the next observation (``batch["next_obs"]``) and the env infos per step. ``record(env)``,
+        if given, is called before every step and its (B,) results are stacked into
+        ``batch["record"]`` (T, B) (e.g. which level each env is playing)."""
         T = num_steps or self.cfg.num_steps
         n = len(obs)
         buf = {k: [] for k in ("obs", "actions", "logp", "values", "rewards", "dones")}
-        infos = []
+        infos, recs = [], []
         for _ in range(T):
+            if record is not None:
+                recs.append(np.asarray(record(env)))
             a, logp, v = self.act(obs)
             nobs, r, d, info = env.step(a)
             for k, x in zip(buf, (obs, a, logp, v, r, d), strict=True):
@@ -158,6 +163,8 @@ class PPO:
         batch["advantages"], batch["returns"] = gae(batch["rewards"], batch["values"], batch["dones"],
                                                     last_v, self.cfg.gamma, self.cfg.gae_lambda)
         batch["next_obs"], batch["infos"] = obs, infos
+        if record is not None:
+            batch["record"] = np.stack(recs)
         self.env_steps += T * n
         return batch
 

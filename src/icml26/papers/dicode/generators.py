@@ -175,7 +175,7 @@ def scaffold(relevant: Sequence[str], completed: Sequence[str], rng: np.random.G
             mobs.append((mob, 1, 2, near + 1))
         if a in ("make_iron_pickaxe", "make_iron_sword", "make_armour") and "coal" not in inv:
             placements.append(("coal", 1, 1, near))
-    base = {"max_steps": 150.0}
+    base = {"max_steps": 60.0}
     if "defeat_guardian" in relevant:
         base["guardian_health"] = 12.0
     return {"relevant_achievements": tuple(relevant), "completed_achievements": tuple(completed),

@@ -400,6 +400,20 @@ class MicroCraftEnv:
         self._reset_slots(self._ar)
         return self.observe()
 
+    def reassign(self, banks: list[Bank], levels, keep: np.ndarray) -> np.ndarray:
+        """Swap in a new list of banks and slot levels; slots with ``keep`` True continue their
+        episode (their level must mean the same bank before and after), the others reset."""
+        self.banks = list(banks)
+        levels = np.asarray(levels, dtype=np.int64)
+        if levels.shape != (self.n,) or levels.min() < 0 or levels.max() >= len(self.banks):
+            raise ValueError(f"reassign needs {self.n} level indices in [0, {len(self.banks)})")
+        self.slot_level = levels.copy()
+        idx = np.flatnonzero(~np.asarray(keep, bool))
+        if len(idx):
+            self._reset_slots(idx)
+        self.level[keep] = levels[keep]
+        return self.observe()
+
     def reset(self) -> np.ndarray:
         return self.assign(self.slot_level)
 
