@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from icml26.papers.dicode import BaseLevel, LevelParams, MicroCraftEnv, OriginalLevel, make_bank
-from icml26.papers.dicode.world import ACTIONS, B, TIER, WorldBuilder, obs_dim
+from icml26.papers.dicode.world import ACTIONS, TIER, B, WorldBuilder, obs_dim
 
 ACT = {a: i for i, a in enumerate(ACTIONS)}
 

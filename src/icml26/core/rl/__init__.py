@@ -32,7 +32,7 @@ def __getattr__(name):  # torch is imported only when PPO is used
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = [*_PPO_NAMES, 
+__all__ = [*_PPO_NAMES,
     "UCB1", "BanditBatch", "EpsilonGreedy", "ExpertsBatch", "NonStationaryBanditBatch",
     "SingleBanditEnv", "SlidingWindowUCB", "ThompsonSampling", "UniformRandom", "hedge",
     "run_policy", "sample_bandits", "sample_experts", "sample_nonstationary",

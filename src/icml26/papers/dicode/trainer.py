@@ -136,7 +136,6 @@ class Runner:
         env = self.env
         env.bonus = self.bonus
         stats = SessionStats()
-        adv_sum = np.zeros(cfg.num_envs)
         orig_unl = []
         for u in range(cfg.updates_per_session):
             batch = self.agent.rollout(env, self.obs, record=record)
