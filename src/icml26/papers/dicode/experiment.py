@@ -59,7 +59,7 @@ class Config(ExperimentConfig):
     arms: tuple[str, ...] = ("dicode", "random_mutation", "dr", "plr", "ppo")
     size: int = 12
     num_envs: int = 128
-    sessions: int = 8
+    sessions: int = 6
     updates_per_session: int = 8
     levels_per_session: int = 6
     parents_per_evolution: int = 4
@@ -94,7 +94,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls) -> Config:
-        return cls(seeds=(0, 1, 2), sessions=60, arms=("dicode", "random_mutation", "dr", "plr",
+        return cls(seeds=(0, 1, 2), sessions=60, eval_envs=256, arms=("dicode", "random_mutation", "dr", "plr",
                                                        "plr_robust", "ppo"),
                    active_capacity=32, hidden=128)
 

@@ -240,6 +240,15 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
             if (s - 1) % cfg.evolution_interval == 0:
                 if closed_loop:
                     parents = select_parents(archive, cfg.parents_per_evolution, "strict")
+                    if not parents:
+                        # No A/B level and no A fallback: the paper's worker would wait; we take
+                        # the top-K scored levels by (L, SR) instead (the dreamer then PERSISTs or
+                        # SIMPLIFYs), so that both archive arms generate the same number of levels.
+                        ranked = sorted((r for r in archive.records.values() if r.scored),
+                                        key=lambda r: (-r.score, -r.sr, r.id))
+                        top = [r.id for r in ranked[:cfg.parents_per_evolution]]
+                        parents = [top[i % len(top)] for i in range(cfg.parents_per_evolution)] \
+                            if top else []
                 else:
                     parents = select_parents(archive, cfg.parents_per_evolution, "unrestricted", rng)
                 children = []
