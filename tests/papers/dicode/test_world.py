@@ -84,3 +84,30 @@ def test_env_rejects_bad_assignment():
     env = _env(Craft())
     with pytest.raises(ValueError, match="level indices"):
         env.assign(np.array([0, 3]))
+
+
+class Guardian(BaseLevel):
+    relevant_achievements = ("defeat_guardian",)
+
+    def __init__(self, inventory):
+        self.inventory = inventory
+
+    def generate_world(self, rng, builder):
+        builder.set_inventory(self.inventory)
+        builder.add_mob_near("guardian", 1, 1, 1)
+        return builder.build()
+
+
+@pytest.mark.parametrize("inventory, wins", [({"sword": 2}, False), ({"sword": 3}, True),
+                                             ({"sword": 2, "armour": 1}, True), ({}, False)])
+def test_guardian_needs_iron_sword_or_armour(inventory, wins):
+    env = _env(Guardian(inventory), n=1)
+    r0, c0 = np.argwhere(env.mobs[0] == 3)[0]
+    dr, dc = r0 - env.pos[0, 0], c0 - env.pos[0, 1]
+    face = {(0, -1): "left", (0, 1): "right", (-1, 0): "up", (1, 0): "down"}[(int(dr), int(dc))]
+    env.step(np.array([ACT[face]]))
+    for _ in range(10):
+        _, _, d, info = env.step(np.array([ACT["do"]]))
+        if d.any():
+            break
+    assert d.any() and bool(info["success"][0]) == wins

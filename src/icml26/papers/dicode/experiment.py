@@ -230,7 +230,9 @@ def plot(config: Config, outputs, outdir):
     for arm in config.arms:
         curves = [np.asarray(o.extras["curves"][arm], dtype=float) for o in outputs]
         steps = curves[0][:, 0]
-        ys = np.nanmean(np.stack([c[:, 1] for c in curves]), axis=0)
+        ys = np.stack([c[:, 1] for c in curves])
+        ok = np.isfinite(ys)
+        ys = np.where(ok.any(0), np.where(ok, ys, 0).sum(0) / np.maximum(ok.sum(0), 1), np.nan)
         ax.plot(steps, ys, marker="o", ms=2, label=arm)
     ax.set_xlabel("environment steps")
     ax.set_ylabel("training return on the original game")

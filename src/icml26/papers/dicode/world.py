@@ -9,6 +9,9 @@ static mobs (cow, zombie, guardian), an inventory, tools and needs. The tech tre
 plus side achievements (drink, eat cow, defeat zombie). Reward: the tier weight of each newly
 unlocked achievement (like Craftax's 1/3/5/8 weights), the level's completion bonus on success.
 An episode ends on death, timeout, or success (every relevant achievement unlocked), as in DiCode.
+Combat: a zombie (5 HP) takes 1 + sword level per hit and deals 0.5 per step (p = 0.5) when
+adjacent; the guardian (12 HP by default) takes 2 sword - 1 per hit (nothing without a sword) and
+deals 3 per step when adjacent, 0.75 with armour: with 9 health it needs an iron sword or armour.
 
 A *level* is a :class:`BaseLevel` subclass: ``relevant_achievements``, ``completed_achievements``,
 ``params() -> LevelParams`` and ``generate_world(rng, builder) -> WorldState`` written against
@@ -553,7 +556,7 @@ class MicroCraftEnv:
             adj_z |= m == M["zombie"]
             adj_g |= m == M["guardian"]
         dmg = (adj_z * 0.5 * P["zombie_damage"] * (self.rng.random(n) < 0.5)
-               + adj_g * 1.5 * P["guardian_damage"]) * armour
+               + adj_g * 3.0 * P["guardian_damage"]) * armour
         on_lava = self.blocks[ar, self.pos[:, 0], self.pos[:, 1]] == B["lava"]
         h = self.needs[:, 0] - dmg - starving * 0.1 + (~starving) * 0.02 * P["health_recover"]
         self.needs[:, 0] = np.minimum(h, 9)
