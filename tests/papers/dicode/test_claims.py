@@ -29,3 +29,16 @@ def test_quick_profile(tmp_path):
     _check(res)
     for c in res["claims"]:
         assert "identical_to" not in c["negative_control"], c["id"]
+
+
+@pytest.mark.slow
+def test_tuning_records_equal_effort():
+    from dataclasses import replace
+
+    from icml26.papers.dicode.experiment import KNOBS, Config, run
+
+    out = run(replace(Config.smoke(), tune_sessions=2), 0)
+    assert set(out.tuning) == set(Config.smoke().arms)
+    assert len({t.grid_size for t in out.tuning.values()}) == 1
+    for arm, t in out.tuning.items():
+        assert set(t.chosen) == {KNOBS[arm][0]}
