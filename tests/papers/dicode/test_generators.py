@@ -136,3 +136,15 @@ def test_llm_loop_over_a_fake_openai_server():
         gen = LLMGenerator(chat, compile_kwargs={"n_worlds": 2, "size": 10})
         code, _ = gen.propose(PARENT, Feedback(sr=0.8))
         assert code is not None and server.n_chat_requests == 3
+
+
+def test_experiment_uses_the_llm_only_when_a_server_is_named(monkeypatch):
+    from icml26.core.llm import ENV_BASE_URL, OpenAICompatible
+    from icml26.papers.dicode.experiment import Config, _llm_generator
+
+    cur = Config.smoke().curriculum()
+    monkeypatch.delenv(ENV_BASE_URL, raising=False)
+    assert _llm_generator(cur, 0) is None
+    monkeypatch.setenv(ENV_BASE_URL, "http://127.0.0.1:9/v1")
+    gen = _llm_generator(cur, 0)
+    assert isinstance(gen, LLMGenerator) and isinstance(gen.chat, OpenAICompatible)

@@ -46,6 +46,7 @@ from icml26.harness import (
 )
 from icml26.harness.plots import pyplot, save_figure
 
+from .generators import LLMGenerator
 from .trainer import TIERS, CurriculumConfig, run_arm
 
 SCALE = ("laptop-scale: MicroCraft (12x12, 18 achievements, tech-tree depth 6), MLP PPO, "
@@ -155,6 +156,17 @@ def tune_all(config: Config, seed: int) -> dict:
                       for arm in config.arms})
 
 
+def _llm_generator(cur: CurriculumConfig, seed: int):
+    """The LLM designer -> coder generator when the user names a server (``--llm URL``), else
+    None (the offline programmatic dreamer)."""
+    from icml26.core.llm import llm_settings, resolve_chat_model
+
+    if not llm_settings()["base_url"]:
+        return None
+    chat = resolve_chat_model(lambda: None)
+    return LLMGenerator(chat, compile_kwargs={"n_worlds": cur.n_worlds, "size": cur.size}, seed=seed)
+
+
 def run(config: Config, seed: int) -> SeedOutput:
     cur, ppo = config.curriculum(), config.ppo()
     metrics: dict[str, dict[str, float]] = {}
@@ -162,7 +174,7 @@ def run(config: Config, seed: int) -> SeedOutput:
     tuned = tune_all(config, seed) if config.tune_sessions > 0 else {}
     for arm in config.arms:
         c, p = _with_knob(cur, ppo, tuned[arm].chosen) if arm in tuned else (cur, ppo)
-        out = run_arm(arm, c, p, seed)
+        out = run_arm(arm, c, p, seed, generator=_llm_generator(c, seed) if arm == "dicode" else None)
         m = dict(out["metrics"])
         reached = [t for t in TIERS if m[f"tier{t}_success"] > 0]
         m["deepest_tier_reached"] = float(max(reached, default=0))
