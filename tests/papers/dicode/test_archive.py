@@ -153,3 +153,19 @@ def test_level_sampler_jaxued_semantics():
     assert len(set(s.sample_replay_levels(rng, 3))) == 3
     with pytest.raises(ValueError):
         LevelSampler(4, prioritization="random")
+
+
+def test_unrestricted_samples_without_replacement_then_replicates():
+    arc = _archive([0.5, 0.1, 0.9])
+    got = select_parents(arc, 3, "unrestricted", np.random.default_rng(1))
+    assert sorted(got) == [0, 1, 2]
+    got = select_parents(arc, 5, "unrestricted", np.random.default_rng(1))
+    assert len(got) == 5 and set(got) == {0, 1, 2}
+
+
+def test_topk_weights_are_a_softmax_over_the_top_k():
+    s = LevelSampler(4, staleness_coeff=0.0, prioritization="topk", topk_k=2)
+    s.insert_batch(list("abcd"), [0.1, 0.5, 0.3, 0.0])
+    w = s.level_weights()
+    e = np.exp([0.5 - 0.5, 0.3 - 0.5])
+    np.testing.assert_allclose(w, [0, e[0] / e.sum(), e[1] / e.sum(), 0])

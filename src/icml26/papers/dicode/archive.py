@@ -9,7 +9,8 @@ Rules follow the DiCode code (``src/dicode/scoring.py``, ``selection.py``,
 - strict parent selection: eligible = status A or B, fewer than ``max_children`` (5) children, and
   no child of status A, B or C (the parent "graduates" once a child is learnable); sort by L
   descending, take the top K, replicate to fill K; if none is eligible, fall back to A levels;
-  "unrestricted" samples uniformly among scored levels;
+  "unrestricted" (the ablation) samples K scored levels uniformly without replacement, replicated
+  to fill K (DiCode shuffles the replicated list; we keep it in order);
 - compare-and-swap: while the active set has room, a new level enters if L >= the minimum entry
   score (0); when full, it replaces the active level with the lowest L if L_new >= L_worst;
 - active-set sampling (PLR): rank weights (1 / rank)^(1/T), staleness weights proportional to
@@ -139,7 +140,9 @@ def select_parents(archive: LevelArchive, k: int, mode: str = "strict",
         if not scored:
             return []
         rng = rng or np.random.default_rng(0)
-        return [scored[i].id for i in rng.integers(len(scored), size=k)]
+        picked = [scored[i].id for i in rng.choice(len(scored), size=min(k, len(scored)),
+                                                    replace=False)]
+        return [picked[i % len(picked)] for i in range(k)]
     if mode != "strict":
         raise ValueError(f"mode must be 'strict' or 'unrestricted', got {mode!r}")
     recs = archive.records
@@ -194,8 +197,8 @@ class LevelSampler:
     ``insert`` adds a level with a score (replacing the lowest-scored one when full, if the new
     score is higher); ``sample_replay_decision`` replays with probability ``replay_prob`` once the
     buffer is at least ``minimum_fill_ratio`` full; ``sample_replay_levels`` draws by
-    :func:`rank_staleness_weights` (``prioritization="rank"``) or uniformly among the top-k
-    (``"topk"``)."""
+    :func:`rank_staleness_weights` (``prioritization="rank"``) or a softmax over the top-k scores
+    (``"topk"``, as DiCode's ``_calculate_score_weights``), mixed with staleness."""
 
     def __init__(self, capacity: int, replay_prob: float = 0.5, staleness_coeff: float = 0.3,
                  minimum_fill_ratio: float = 1.0, prioritization: str = "rank",
@@ -241,8 +244,10 @@ class LevelSampler:
     def level_weights(self) -> np.ndarray:
         if self.prioritization == "topk":
             n = len(self.scores)
+            sc = np.asarray(self.scores, dtype=float)
+            top = np.argsort(-sc, kind="stable")[:min(self.topk_k, n)]
             w = np.zeros(n)
-            w[np.argsort(-np.asarray(self.scores), kind="stable")[:self.topk_k]] = 1.0
+            w[top] = np.exp(sc[top] - sc[top].max())  # softmax over the top-k scores (DiCode)
             ws = w / w.sum()
             stale = self.time - np.asarray(self.last_sampled, float)
             wc = stale / stale.sum() if stale.sum() > 0 else np.full(n, 1.0 / n)
