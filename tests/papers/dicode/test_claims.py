@@ -1,0 +1,44 @@
+"""dicode claims: the smoke profile runs and matches its pin; the quick profile (slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from icml26.harness import assert_pinned, run_paper
+from icml26.harness.claims import VERDICTS
+
+IDS = {"return_over_strongest_baseline", "deepest_tier_success", "closed_loop_beats_random_mutation"}
+
+
+def _check(res):
+    assert res["status"] == "ok", res.get("error")
+    assert {c["id"] for c in res["claims"]} == IDS
+    for c in res["claims"]:
+        assert c["verdict"] in VERDICTS
+
+
+def test_smoke_profile(tmp_path):
+    res = run_paper("dicode", "smoke", out=tmp_path)
+    _check(res)
+    assert_pinned(res, __file__)
+
+
+@pytest.mark.slow
+def test_quick_profile(tmp_path):
+    res = run_paper("dicode", "quick", out=tmp_path)
+    _check(res)
+    for c in res["claims"]:
+        assert "identical_to" not in c["negative_control"], c["id"]
+
+
+@pytest.mark.slow
+def test_tuning_records_equal_effort():
+    from dataclasses import replace
+
+    from icml26.papers.dicode.experiment import KNOBS, Config, run
+
+    out = run(replace(Config.smoke(), tune_sessions=2), 0)
+    assert set(out.tuning) == set(Config.smoke().arms)
+    assert len({t.grid_size for t in out.tuning.values()}) == 1
+    for arm, t in out.tuning.items():
+        assert set(t.chosen) == {KNOBS[arm][0]}
