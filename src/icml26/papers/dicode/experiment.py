@@ -44,6 +44,7 @@ from icml26.harness import (
     paired_improvement,
     tune_arms,
 )
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
 
 from .generators import LLMGenerator
@@ -54,6 +55,10 @@ SCALE = ("laptop-scale: MicroCraft (12x12, 18 achievements, tech-tree depth 6), 
          "the paper: Craftax, GTrXL PPO, 2e9 steps, Qwen3-235B designer")
 BASELINES = ("dr", "plr", "ppo")
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
