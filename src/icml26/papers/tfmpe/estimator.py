@@ -274,7 +274,7 @@ class TFMPE:
             prep = self.model.prepare(tokens)
         return prep, dec, tokens.target_present, k
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def sample_batched(self, n: int, x: Mapping[str, Tensor], *, masks=None, func_inputs=None,
                        steps: int = 20, method: str = "midpoint",
                        generator: torch.Generator | None = None) -> dict[str, Tensor]:
