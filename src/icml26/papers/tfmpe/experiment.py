@@ -301,8 +301,8 @@ def _run_sir(c: Config, seed: int, metrics: dict, extras: dict) -> None:
         if arm == "sir_sbi_fmpe":
             est = FlatSBI("fmpe", s.flat_prior(m), hidden=c.sbi_hidden, layers=c.sbi_layers,
                           seed=seed)
-            feats = lambda y, t: torch.cat([y.reshape(y.shape[0], -1),  # noqa: E731
-                                            t.reshape(t.shape[0], -1) / s.horizon], 1)
+            def feats(y, t, h=s.horizon):
+                return torch.cat([y.reshape(y.shape[0], -1), t.reshape(t.shape[0], -1) / h], 1)
             est.fit(flatten(th, ["g", "l"]), feats(x["y"], times), steps=c.sir_train_steps,
                     batch_size=c.batch_size, lr=c.sbi_lr_grid[0])
             draws = est.sample_batched(c.n_post, feats(test["y"], test["t_obs"])).numpy()
@@ -310,7 +310,7 @@ def _run_sir(c: Config, seed: int, metrics: dict, extras: dict) -> None:
             if arm == "sir_shuffled_times":
                 times = times[torch.randperm(times.shape[0], generator=g)]
             fin = None if arm == "sir_no_times" else {"y": times}
-            est = TFMPE(lambda n, k: s.prior(n, k), local=("l", "y"), labeller=s.labeller,
+            est = TFMPE(s.prior, local=("l", "y"), labeller=s.labeller,
                         model_kwargs=mk, seed=seed)
             est.append_simulations(th, x, func_inputs=fin)
             est.train(steps=c.sir_train_steps, batch_size=c.batch_size, lr=lr)
