@@ -13,7 +13,10 @@ the same test observations (``M = test_sites`` sites, drawn from the prior predi
 * ``lf_shuffled``: LF with the surrogate trained on ``y`` shuffled across tuples (the LF pipeline
   without a learned likelihood);
 * ``sbi_npe`` (only when ``include_npe``): sbi's NPE (MAF) like ``sbi_fmpe``;
-* ``prior`` and ``exact``: prior draws and exact posterior draws, for the calibration claim.
+* ``prior`` and ``exact``: prior draws and exact posterior draws, for the calibration claim;
+* SIR arms (``sir_tfmpe``, ``sir_no_times``, ``sir_shuffled_times``; ``sir_sbi_fmpe`` in the
+  full profile) on the hierarchical SIR task with irregular observation times, see
+  :func:`_run_sir`.
 
 Equal effort: ``tfmpe_lf``, ``tfmpe_multi`` and ``sbi_fmpe`` each get a 2-point learning-rate
 grid (the library default first) chosen at ``budgets[0]`` by the C2ST on ``n_val`` validation
