@@ -76,7 +76,7 @@ class _Attention(nn.Module):
             w = F.dropout(w, self.dropout)
         return w
 
-    def forward(self, x: Tensor, bias: Tensor, kv: tuple[Tensor, Tensor] | None = None,
+    def forward(self, x: Tensor, bias: Tensor | None, kv: tuple[Tensor, Tensor] | None = None,
                 group: int = 1) -> Tensor:
         """Self-attention (``kv=None``) or cross-attention to cached keys/values ``kv``.
 
@@ -92,7 +92,8 @@ class _Attention(nn.Module):
         if kv is None:  # self-attention: per row
             k, v = self.kv(x).reshape(b, tq, 2, h, dh).permute(2, 0, 3, 1, 4)
             s = (q.transpose(1, 2) @ k.transpose(-1, -2)) * scale  # (B, h, Tq, Tq)
-            s = (s.reshape(kk, group, h, tq, tq) + bias[:, None]).reshape(b, h, tq, tq)
+            if bias is not None:  # None: nothing masked
+                s = (s.reshape(kk, group, h, tq, tq) + bias[:, None]).reshape(b, h, tq, tq)
             y = (self._weights(s) @ v).transpose(1, 2)  # (B, Tq, h, dh)
         else:  # cross-attention: rows of one group share keys
             k, v = kv  # (K, h, Tk, dh)
@@ -123,7 +124,7 @@ class _Block(nn.Module):
         self.ln2, self.mlp = nn.LayerNorm(dim), _mlp(dim, n_ff, dropout)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, self_bias: Tensor, kv: tuple[Tensor, Tensor] | None = None,
+    def forward(self, x: Tensor, self_bias: Tensor | None, kv: tuple[Tensor, Tensor] | None = None,
                 cross_bias: Tensor | None = None, group: int = 1) -> Tensor:
         x = x + self.drop(self.att(self.ln1(x), self_bias, group=group))
         if self.cross:
@@ -144,7 +145,7 @@ class Prepared:
     ctx: Tensor  # (K, Tc, L)
     cross_kv: list  # per decoder block: (keys, values), each (K, heads, Tc, L / heads)
     cross_bias: Tensor  # (K, 1, Tt, Tc)
-    self_bias: Tensor  # (K, 1, Tt, Tt)
+    self_bias: Tensor | None  # (K, 1, Tt, Tt); None when no target pair is masked
     t_const: Tensor  # (K, Tt, L): the embedding of the targets' label/position/functional input
     t_present: Tensor  # (K * group, Tt)
     group: int = 1
@@ -237,6 +238,8 @@ class TokenTransformerVelocity(nn.Module):
             cross = torch.full((b, 1, tokens.n_target, 1), _NEG)
         sbias = _bias(site_attention_mask(site[t_sl], lab[t_sl], site[t_sl], lab[t_sl]),
                       tokens.present[:, t_sl])
+        if not bool(sbias.any()):
+            sbias = None  # skip adding a zero bias in every self-attention of the solve
         nt = tokens.n_target
         # value and t enter the embedding linearly: the rest is a per-token constant
         const = self._embed(torch.zeros(b, nt, dtype=tokens.data.dtype), lab[t_sl], pos[t_sl],
