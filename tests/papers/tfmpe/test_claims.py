@@ -7,7 +7,8 @@ import pytest
 from icml26.harness import run_paper
 from icml26.harness.pins import assert_pinned
 
-CLAIM_IDS = {"lf_vs_multisite", "lf_vs_sbi_fmpe", "calibration", "single_site_cost"}
+CLAIM_IDS = {"lf_vs_multisite", "lf_vs_sbi_fmpe", "calibration", "single_site_cost",
+             "function_valued_sir"}
 
 
 def test_smoke_runs_and_matches_the_pin(tmp_path):

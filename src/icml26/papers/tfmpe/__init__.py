@@ -28,6 +28,7 @@ from .hierarchical import (
     simulate_multisite,
 )
 from .model import GaussianFourier, Prepared, TokenTransformerVelocity
+from .sir import HierarchicalSIR, sir_infected
 from .tokens import Decoder, Labeller, Tokens, pad_sites, site_attention_mask, tokenize
 
 PAPER = {
@@ -38,7 +39,8 @@ PAPER = {
 
 __all__ = [
     "PAPER", "CallCounter", "Decoder", "FlatSBI", "GaussianFourier", "HierarchicalGaussianLinear",
-    "HierarchicalSimulator", "LFResult", "Labeller", "Prepared", "TFMPE", "TokenTransformerVelocity",
+    "HierarchicalSIR", "HierarchicalSimulator", "LFResult", "Labeller", "Prepared", "TFMPE", "TokenTransformerVelocity",
     "Tokens", "c2st_accuracy", "coverage_curve", "expected_coverage_error", "flatten", "lf_train",
-    "pad_sites", "rank_fractions", "simulate_multisite", "site_attention_mask", "tokenize",
+    "pad_sites", "rank_fractions", "simulate_multisite", "sir_infected", "site_attention_mask",
+    "tokenize",
 ]

@@ -168,6 +168,20 @@ class TFMPE:
             mean = float(allv.mean())
             std = float(allv.std()) if allv.numel() > 1 else 1.0
             self._stats[name] = (mean, std if math.isfinite(std) and std > 1e-8 else 1.0)
+        # functional inputs (e.g. observation times) are z-scored the same way, so that the
+        # Gaussian-Fourier features see them on a unit scale whatever their units
+        self._func_stats = {}
+        for name in {k for s in self._sims for k in s.func}:
+            vals = []
+            for s in self._sims:
+                if name in s.func:
+                    mk = s.masks.get(name)
+                    f = s.func[name]
+                    vals.append(f[mk] if mk is not None else f.reshape(-1))
+            allf = torch.cat(vals).double()
+            std = float(allf.std()) if allf.numel() > 1 else 1.0
+            self._func_stats[name] = (float(allf.mean()),
+                                      std if math.isfinite(std) and std > 1e-8 else 1.0)
 
     def _z(self, d: Mapping[str, Tensor]) -> dict[str, Tensor]:
         return {k: (v - self._stats[k][0]) / self._stats[k][1] for k, v in d.items()}
@@ -178,6 +192,9 @@ class TFMPE:
     def _tokens(self, theta, x, masks, func, n_sites) -> tuple[Tokens, object]:
         both = {**x, **theta}
         local = self.local & set(both)
+        fstats = getattr(self, "_func_stats", {})
+        func = {k: (f - fstats[k][0]) / fstats[k][1] if k in fstats else f
+                for k, f in func.items()}
         both, mk, fi = pad_sites(both, local, n_sites, masks, func)
         both = {k: torch.where(mk[k], v, torch.zeros((), dtype=v.dtype)) for k, v in
                 self._z(both).items()}
@@ -274,7 +291,7 @@ class TFMPE:
             prep = self.model.prepare(tokens)
         return prep, dec, tokens.target_present, k
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def sample_batched(self, n: int, x: Mapping[str, Tensor], *, masks=None, func_inputs=None,
                        steps: int = 20, method: str = "midpoint",
                        generator: torch.Generator | None = None) -> dict[str, Tensor]:

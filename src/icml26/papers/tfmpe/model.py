@@ -47,6 +47,13 @@ class GaussianFourier(nn.Module):
         return torch.cat([torch.sin(a), torch.cos(a)], dim=-1)
 
 
+def _softmax(s: Tensor) -> Tensor:
+    """Softmax over the last axis. For the few dozen keys here, ``exp`` and a sum are several
+    times faster on CPU than ``torch.softmax`` (which vectorises poorly over short rows)."""
+    e = (s - s.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
 class _Attention(nn.Module):
     def __init__(self, dim: int, heads: int, dropout: float) -> None:
         super().__init__()
@@ -57,18 +64,45 @@ class _Attention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: Tensor, ctx: Tensor, bias: Tensor) -> Tensor:
-        b, tq, d = x.shape
-        h = self.heads
-        q = self.q(x).reshape(b, tq, h, d // h).transpose(1, 2)
-        k, v = self.kv(ctx).reshape(ctx.shape[0], ctx.shape[1], 2, h, d // h).permute(2, 0, 3, 1, 4)
-        # explicit softmax attention: for a few dozen tokens it is several times faster on CPU
-        # than torch's fused kernels with an additive mask
-        w = torch.softmax(q @ k.transpose(-1, -2) * (d // h) ** -0.5 + bias, dim=-1)
+    def keys(self, ctx: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values ``(B, heads, T, d/heads)`` of ``ctx`` (cached for fixed conditions)."""
+        b, t, d = ctx.shape
+        k, v = self.kv(ctx).reshape(b, t, 2, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        return k, v
+
+    def _weights(self, s: Tensor) -> Tensor:
+        w = _softmax(s)
         if self.training and self.dropout > 0:
             w = F.dropout(w, self.dropout)
-        y = w @ v
-        return self.out(y.transpose(1, 2).reshape(b, tq, d))
+        return w
+
+    def forward(self, x: Tensor, bias: Tensor | None, kv: tuple[Tensor, Tensor] | None = None,
+                group: int = 1) -> Tensor:
+        """Self-attention (``kv=None``) or cross-attention to cached keys/values ``kv``.
+
+        ``bias`` (B / group, 1, Tq, Tk) and ``kv`` (B / group, ...) are shared by ``group``
+        consecutive query rows (the draws of one observation): the cross-attention is then one
+        large matrix product per observation instead of ``group`` tiny ones.
+        """
+        b, tq, d = x.shape
+        h, dh = self.heads, d // self.heads
+        kk = b // group
+        scale = dh ** -0.5
+        q = self.q(x).reshape(b, tq, h, dh)
+        if kv is None:  # self-attention: per row
+            k, v = self.kv(x).reshape(b, tq, 2, h, dh).permute(2, 0, 3, 1, 4)
+            s = (q.transpose(1, 2) @ k.transpose(-1, -2)) * scale  # (B, h, Tq, Tq)
+            if bias is not None:  # None: nothing masked
+                s = (s.reshape(kk, group, h, tq, tq) + bias[:, None]).reshape(b, h, tq, tq)
+            y = (self._weights(s) @ v).transpose(1, 2)  # (B, Tq, h, dh)
+        else:  # cross-attention: rows of one group share keys
+            k, v = kv  # (K, h, Tk, dh)
+            tk = k.shape[2]
+            q = q.reshape(kk, group * tq, h, dh).transpose(1, 2)  # (K, h, g*Tq, dh)
+            s = (q @ k.transpose(-1, -2)) * scale  # (K, h, g*Tq, Tk)
+            s = (s.reshape(kk, h, group, tq, tk) + bias[:, :, None]).reshape(kk, h, group * tq, tk)
+            y = (self._weights(s) @ v).transpose(1, 2)  # (K, g*Tq, h, dh)
+        return self.out(y.reshape(b, tq, d))
 
 
 def _mlp(dim: int, n_ff: int, dropout: float) -> nn.Sequential:
@@ -90,35 +124,36 @@ class _Block(nn.Module):
         self.ln2, self.mlp = nn.LayerNorm(dim), _mlp(dim, n_ff, dropout)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, self_bias: Tensor, ctx: Tensor | None = None,
-                cross_bias: Tensor | None = None) -> Tensor:
-        h = self.ln1(x)
-        x = x + self.drop(self.att(h, h, self_bias))
+    def forward(self, x: Tensor, self_bias: Tensor | None, kv: tuple[Tensor, Tensor] | None = None,
+                cross_bias: Tensor | None = None, group: int = 1) -> Tensor:
+        x = x + self.drop(self.att(self.ln1(x), self_bias, group=group))
         if self.cross:
-            x = x + self.drop(self.catt(self.ln_c(x), ctx, cross_bias))
+            x = x + self.drop(self.catt(self.ln_c(x), cross_bias, kv, group))
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
 @dataclass
 class Prepared:
-    """Encoded condition tokens plus the target tokens' metadata (what one ODE solve reuses)."""
+    """Encoded condition tokens plus the target tokens' metadata (what one ODE solve reuses).
 
-    ctx: Tensor  # (B, Tc, L)
-    cross_bias: Tensor  # (B, 1, Tt, Tc)
-    self_bias: Tensor  # (B, 1, Tt, Tt)
-    t_labels: Tensor
-    t_position: Tensor
-    t_present: Tensor  # (B, Tt)
-    t_func: Tensor | None
-    t_func_present: Tensor | None
+    ``ctx``, ``cross_kv``, the biases and ``t_const`` have one row per observation; each serves
+    ``group`` consecutive rows of the target batch (the posterior draws of that observation), so
+    the conditions are encoded, and their keys/values projected, once per solve and per
+    observation, not once per draw and step.
+    """
+
+    ctx: Tensor  # (K, Tc, L)
+    cross_kv: list  # per decoder block: (keys, values), each (K, heads, Tc, L / heads)
+    cross_bias: Tensor  # (K, 1, Tt, Tc)
+    self_bias: Tensor | None  # (K, 1, Tt, Tt); None when no target pair is masked
+    t_const: Tensor  # (K, Tt, L): the embedding of the targets' label/position/functional input
+    t_present: Tensor  # (K * group, Tt)
+    group: int = 1
 
     def repeat(self, n: int) -> Prepared:
         """Each batch row repeated ``n`` times (row-major: row k -> rows k*n .. k*n+n-1)."""
-        def r(x):
-            return None if x is None else x.repeat_interleave(n, dim=0)
-        return replace(self, ctx=r(self.ctx), cross_bias=r(self.cross_bias),
-                       self_bias=r(self.self_bias), t_present=r(self.t_present),
-                       t_func=r(self.t_func), t_func_present=r(self.t_func_present))
+        return replace(self, t_present=self.t_present.repeat_interleave(n, dim=0),
+                       group=self.group * n)
 
 
 def _bias(allowed: Tensor, key_present: Tensor) -> Tensor:
@@ -177,7 +212,8 @@ class TokenTransformerVelocity(nn.Module):
         return self.embed(torch.cat(parts, dim=-1))
 
     def prepare(self, tokens: Tokens) -> Prepared:
-        """Encode the condition tokens once (they do not depend on ``t``)."""
+        """Encode the condition tokens once (they do not depend on ``t``), project their
+        keys/values for every decoder block, and embed the targets' constant features."""
         if not isinstance(tokens, Tokens):
             raise TypeError(f"cond must be Tokens or Prepared, got {type(tokens).__name__}")
         if int(tokens.labels.max()) >= self.n_labels:
@@ -187,9 +223,9 @@ class TokenTransformerVelocity(nn.Module):
         lab, pos, site = tokens.labels, tokens.position, tokens.site
         fn = (lambda x, s: None if x is None else x[:, s])
         c_sl, t_sl = slice(0, c), slice(c, None)
+        zero_t = torch.zeros(b, dtype=tokens.data.dtype)
         if c > 0:
-            h = self._embed(tokens.data[:, c_sl], lab[c_sl], pos[c_sl],
-                            torch.zeros(b, dtype=tokens.data.dtype),
+            h = self._embed(tokens.data[:, c_sl], lab[c_sl], pos[c_sl], zero_t,
                             fn(tokens.func, c_sl), fn(tokens.func_present, c_sl))
             cbias = _bias(site_attention_mask(site[c_sl], lab[c_sl], site[c_sl], lab[c_sl]),
                           tokens.present[:, c_sl])
@@ -202,9 +238,15 @@ class TokenTransformerVelocity(nn.Module):
             cross = torch.full((b, 1, tokens.n_target, 1), _NEG)
         sbias = _bias(site_attention_mask(site[t_sl], lab[t_sl], site[t_sl], lab[t_sl]),
                       tokens.present[:, t_sl])
-        return Prepared(ctx=h, cross_bias=cross, self_bias=sbias, t_labels=lab[t_sl],
-                        t_position=pos[t_sl], t_present=tokens.present[:, t_sl],
-                        t_func=fn(tokens.func, t_sl), t_func_present=fn(tokens.func_present, t_sl))
+        if not bool(sbias.any()):
+            sbias = None  # skip adding a zero bias in every self-attention of the solve
+        nt = tokens.n_target
+        # value and t enter the embedding linearly: the rest is a per-token constant
+        const = self._embed(torch.zeros(b, nt, dtype=tokens.data.dtype), lab[t_sl], pos[t_sl],
+                            zero_t, fn(tokens.func, t_sl), fn(tokens.func_present, t_sl))
+        return Prepared(ctx=h, cross_kv=[blk.catt.keys(h) for blk in self.decoder],
+                        cross_bias=cross, self_bias=sbias, t_const=const,
+                        t_present=tokens.present[:, t_sl])
 
     def forward(self, x: Tensor, t: Tensor, cond: Tokens | Prepared) -> Tensor:
         p = cond if isinstance(cond, Prepared) else self.prepare(cond)
@@ -213,10 +255,15 @@ class TokenTransformerVelocity(nn.Module):
                              f"tokens), got {tuple(x.shape)}")
         if t.dim() == 0:
             t = t.expand(x.shape[0])
-        h = self._embed(x, p.t_labels, p.t_position, t, p.t_func, p.t_func_present)
+        g, (b, nt) = p.group, x.shape
+        w = self.embed.weight  # columns: [value, label, position, t, functional, has-functional]
+        t_col = 1 + self.label.embedding_dim + self.pos.w.numel() * 2
+        dt = w.dtype
+        h = (p.t_const[:, None] + x.to(dt).reshape(-1, g, nt, 1) * w[:, 0]
+             + t.to(dt).reshape(-1, g, 1, 1) * w[:, t_col]).reshape(b, nt, -1)
         for blk in self.encoder:
-            h = blk(h, p.self_bias)
-        for blk in self.decoder:
-            h = blk(h, p.self_bias, p.ctx, p.cross_bias)
+            h = blk(h, p.self_bias, group=g)
+        for blk, kv in zip(self.decoder, p.cross_kv, strict=True):
+            h = blk(h, p.self_bias, kv, p.cross_bias, group=g)
         v = self.head(self.norm(h))[..., 0].to(x.dtype)
         return v * p.t_present.to(x.dtype)
