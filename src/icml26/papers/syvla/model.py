@@ -36,7 +36,7 @@ WORDS = (
 NUMBERS = ("zero", "one", "two", "three", "four", "five")
 TEXT_LEN = 8       # instruction / question tokens (padded)
 REASON_LEN = 7     # reasoning tokens: C S qx qy Z zx zy
-PATCH = 6
+PATCH = 8
 N_PATCH = (IMG // PATCH) ** 2
 
 

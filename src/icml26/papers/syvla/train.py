@@ -34,7 +34,7 @@ def pretrain_vl(policy: SyVLAPolicy, vl: VQAData, *, steps: int, batch: int = 64
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return {"steps": steps, "batch": batch, "lr": lr, "final_loss": float(loss)}
+    return {"steps": steps, "batch": batch, "lr": lr, "final_loss": float(loss.detach())}
 
 
 def sft_vla(policy: SyVLAPolicy, demo: DemoData, vl: VQAData, mode: str, *, steps: int, batch: int = 64,
@@ -62,7 +62,7 @@ def sft_vla(policy: SyVLAPolicy, demo: DemoData, vl: VQAData, mode: str, *, step
         opt.zero_grad()
         dec.backward(fm, lambda_r * ce_r + lambda_vl * vl_l)
         opt.step()
-        log.append((float(fm), float(ce_r), float(vl_l)))
+        log.append((float(fm.detach()), float(ce_r.detach()), float(vl_l.detach())))
     policy.set_intent_mode("full")
     last = np.mean(log[-10:], axis=0)
     return {"steps": steps, "batch": batch, "vl_batch": vl_batch, "lr": lr, "lambda_r": lambda_r,
