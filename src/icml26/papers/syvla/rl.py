@@ -167,6 +167,6 @@ class SSGRLTrainer:
             loss.backward()
             self.opt.step()
         rec = {"iter": it, "rollout_success": float(roll["success"].mean()), "positive_adv_frac": onpolicy_frac,
-               "loss": float(loss)}
+               "loss": float(loss.detach())}
         self.history.append(rec)
         return rec
