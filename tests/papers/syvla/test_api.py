@@ -140,7 +140,7 @@ def test_id_t_context_state_gradient_is_zero():
     assert pol.vlm.query.grad.abs().sum() > 0
     pol.zero_grad()
     _, kvs, keyok = pol.vlm.encode(img, text, 9)
-    for k, v in kvs:
+    for k, _v in kvs:
         k.retain_grad()
     pol.vlm.intent(kvs, keyok, detach_context=False).sum().backward()
     assert all(k.grad.abs().sum() > 0 for k, _ in kvs)

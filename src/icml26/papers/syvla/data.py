@@ -10,7 +10,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .env import CHUNK, COLOR_SYN, SHAPE_SYN, SHAPES, ScriptedExpert, Tabletop2DEnv, reasoning_string, sample_scene
+from .env import (
+    CHUNK,
+    COLOR_SYN,
+    SHAPE_SYN,
+    SHAPES,
+    ScriptedExpert,
+    Tabletop2DEnv,
+    reasoning_string,
+    sample_scene,
+)
 from .model import NUMBERS
 
 

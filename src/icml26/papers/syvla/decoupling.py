@@ -28,7 +28,7 @@ def token_grad_mask(h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 def importance_update(importance: dict, params, grads, ema: float = 0.99) -> None:
     """``I = ema * I + (1 - ema) * |g|`` per parameter (in place; first call initialises to ``|g|``)."""
-    for p, g in zip(params, grads):
+    for p, g in zip(params, grads, strict=True):
         if g is None:
             continue
         a = g.detach().abs()
@@ -64,14 +64,14 @@ def protect_masks(importance: dict, params, protect_ratio: float) -> list:
 def masked_combine(g_vl, g_act, masks, norm_guard: float | None = None) -> list:
     """``g_vl + M * g_act`` per tensor (None treated as zero); with ``norm_guard`` the masked action gradient
     is scaled so that its global norm is at most ``norm_guard`` times the VL gradient's global norm."""
-    ma = [None if ga is None else ga * m for ga, m in zip(g_act, masks)]
+    ma = [None if ga is None else ga * m for ga, m in zip(g_act, masks, strict=True)]
     if norm_guard is not None:
         na = torch.sqrt(sum((x ** 2).sum() for x in ma if x is not None) or torch.tensor(0.0))
         nv = torch.sqrt(sum((x ** 2).sum() for x in g_vl if x is not None) or torch.tensor(0.0))
         if na > norm_guard * nv and na > 0:
             ma = [None if x is None else x * (norm_guard * nv / na) for x in ma]
     out = []
-    for gv, x in zip(g_vl, ma):
+    for gv, x in zip(g_vl, ma, strict=True):
         if gv is None and x is None:
             out.append(None)
         else:
@@ -109,9 +109,9 @@ class IntentionDecoupler:
         g_act, g_other = g_act_all[: len(bb)], g_act_all[len(bb):]
         importance_update(self.importance, bb, g_vl, self.ema)
         masks = protect_masks(self.importance, bb, self.protect_ratio)
-        for p, g in zip(bb, masked_combine(g_vl, g_act, masks, self.norm_guard)):
+        for p, g in zip(bb, masked_combine(g_vl, g_act, masks, self.norm_guard), strict=True):
             p.grad = None if g is None else g.detach()
-        for p, g in zip(self.others, g_other):
+        for p, g in zip(self.others, g_other, strict=True):
             p.grad = None if g is None else g.detach()
         kept = sum(float(m.sum()) for m in masks) / max(1, sum(m.numel() for m in masks))
         return {"kept_fraction": kept}

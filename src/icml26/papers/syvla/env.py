@@ -123,7 +123,7 @@ def render_static(scene: Scene) -> np.ndarray:
     img = np.full((IMG, IMG, 3), 0.25 if scene.split != "ood_visual" else 0.0, np.float32)
     if scene.split == "ood_visual":
         img[:] = (0.3, 0.2, 0.35)  # background tint shift
-    for zc, zp in zip(scene.zone_colors, scene.zone_pos):
+    for zc, zp in zip(scene.zone_colors, scene.zone_pos, strict=True):
         dx, dy = _GRID[..., 0] - zp[0], _GRID[..., 1] - zp[1]
         ring = (np.maximum(np.abs(dx), np.abs(dy)) <= ZONE_R) & (np.maximum(np.abs(dx), np.abs(dy)) > ZONE_R - 0.05)
         img[ring] = np.asarray(RGB[zc], np.float32) * 0.6
@@ -179,17 +179,17 @@ class Tabletop2DEnv:
         self.done = np.zeros(B, bool)
         self.success = np.zeros(B, bool)
         self._static = np.stack([render_static(s) for s in scenes])
-        self._obj_masks = []  # per env: (n, IMG*IMG) pixel offsets are recomputed on the fly
+        self._instr = [s.instruction() for s in scenes]
         self._colors = np.zeros((B, n, 3), np.float32)
         self._shape_id = np.zeros((B, n), int)
         for i, s in enumerate(scenes):
-            for j, (c, sh) in enumerate(zip(s.colors, s.shapes)):
+            for j, (c, sh) in enumerate(zip(s.colors, s.shapes, strict=True)):
                 self._colors[i, j] = RGB[c]
                 self._shape_id[i, j] = SHAPES.index(sh)
         return self._obs(), {"instruction": [s.instruction() for s in scenes]}
 
     def _render(self) -> np.ndarray:
-        img = self._static.copy()
+        img = self._static
         gx, gy = _GRID[None, None, ..., 0], _GRID[None, None, ..., 1]  # (1,1,H,W)
         dx = gx - self.obj[:, :, None, None, 0]
         dy = gy - self.obj[:, :, None, None, 1]
@@ -199,9 +199,10 @@ class Tabletop2DEnv:
         tri = (dy >= -0.8 * r) & (dy <= r) & (np.abs(dx) <= (r - dy) * 0.55)
         sid = self._shape_id[:, :, None, None]
         mask = np.where(sid == 0, circ, np.where(sid == 1, sq, tri))  # (B, n, H, W)
-        for j in range(mask.shape[1]):
-            m = mask[:, j]
-            img[m] = np.broadcast_to(self._colors[:, j, None, None, :], img.shape)[m]
+        n = mask.shape[1]
+        top = n - 1 - np.argmax(mask[:, ::-1], axis=1)  # (B, H, W): the last-drawn object on each pixel
+        col = np.take_along_axis(self._colors, top.reshape(len(img), -1)[..., None], axis=1).reshape(img.shape)
+        img = np.where(mask.any(1)[..., None], col, img)
         ex = np.clip((self.eff * IMG).astype(int), 0, IMG - 1)
         b = np.arange(self.num_envs)
         img[b, ex[:, 1], ex[:, 0]] = np.where(self.grip[:, None] > 0, 0.6, 1.0)
@@ -209,7 +210,7 @@ class Tabletop2DEnv:
 
     def _obs(self) -> dict:
         state = np.concatenate([self.eff, self.grip[:, None]], 1).astype(np.float32)
-        return {"image": self._render(), "state": state, "instruction": [s.instruction() for s in self.scenes]}
+        return {"image": self._render(), "state": state, "instruction": list(self._instr)}
 
     def step(self, actions):
         if not self.scenes:

@@ -134,7 +134,7 @@ class TinyVLM(nn.Module):
         x = (self.query + self.query_pos)[None].expand(B, -1, -1)
         mask = torch.cat([keyok, torch.ones(B, self.n_query, dtype=torch.bool, device=keyok.device)], 1)
         mask = mask[:, None, None, :]
-        for blk, (k, v) in zip(self.blocks, kvs):
+        for blk, (k, v) in zip(self.blocks, kvs, strict=True):
             past = (k.detach(), v.detach()) if detach_context else (k, v)
             x, _ = blk(x, past, mask)
         return self.ln_f(x)

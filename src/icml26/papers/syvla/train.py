@@ -86,6 +86,7 @@ def evaluate_success(policy: SyVLAPolicy, split: str, n_episodes: int, *, seed: 
                      reasoning_accuracy: bool = False) -> float:
     """Closed-loop success rate on ``split`` over ``n_episodes`` (stochastic flow sampling, fixed seeds)."""
     gen = torch.Generator().manual_seed(seed)
+    num_envs = min(num_envs, n_episodes)
     succ = []
     for r in range((n_episodes + num_envs - 1) // num_envs):
         env = Tabletop2DEnv(num_envs, split, seed)
