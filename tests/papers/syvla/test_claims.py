@@ -14,7 +14,6 @@ from icml26.papers.syvla.experiment import CLAIMS, S1_ARMS, S2_ARMS, Config, _ma
 CLAIM_IDS = {"vl_retention", "vl_retention_token", "ood_generalisation", "ssg_rl"}
 
 
-@pytest.mark.slow
 def test_smoke_verdicts_are_pinned(tmp_path):
     result = run_paper("syvla", "smoke", out=tmp_path)
     assert result["status"] == "ok", result.get("error")
