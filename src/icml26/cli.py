@@ -284,6 +284,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     slugs = [p.slug for p in implemented_papers()] if args.slug == "all" else [args.slug]
     if args.pin and args.profile != "smoke":
         raise ConfigError("--pin records smoke verdicts: use it with --profile smoke")
+    if args.pin and (args.overrides or args.seeds is not None or getattr(args, "device", None)):
+        raise ConfigError("--pin records the smoke profile as the tests run it: drop --set, "
+                          "--seeds and --device")
     if args.pin and not (Path("tests") / "papers").is_dir():
         raise FileNotFoundError("--pin writes tests/papers/SLUG/expected_smoke.json: run it from "
                                 "the repository root")

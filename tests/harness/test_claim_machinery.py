@@ -452,3 +452,145 @@ def test_a_rule_that_raises_keeps_the_measured_metrics(tmp_path, monkeypatch):
     res = run_paper(FAKE, "smoke", out=tmp_path)
     assert res["status"] == "error" and "rule bug" in res["error"]
     assert len(res["metrics"]["method"]["error"]) == 3 and res["claims"] == []
+
+
+# ---------------------------------------------------------------- review findings (stop 37)
+
+
+def test_cli_pin_refuses_a_changed_profile(tmp_path, monkeypatch):
+    """A pin records the smoke profile as the tests run it: --set/--seeds would pin another run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests" / "papers").mkdir(parents=True)
+    for extra in (["--set", "n=150"], ["--seeds", "0"]):
+        assert cli.main(["run", FAKE, "--profile", "smoke", "--pin", "--no-progress",
+                         "--out", str(tmp_path / "res"), *extra]) == 2
+    assert not (tmp_path / "tests" / "papers" / FAKE).exists()
+
+
+def test_partial_result_is_never_reproduced(tmp_path):
+    res = run_paper(FAKE, "smoke", out=tmp_path, overrides=["fail_at_seed=1"])
+    assert res["partial"] and res["seeds"] == [0]
+    assert all(c["verdict"] == INCONCLUSIVE for c in res["claims"])
+    assert {c["verdict_on_completed_seeds"] for c in res["claims"]} <= {
+        REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE}
+    assert all("partial" in c["ours"] for c in res["claims"])
+
+
+def test_resume_never_reuses_seeds_of_other_code(tmp_path, monkeypatch):
+    """The checkpoint key includes a fingerprint of the code the seeds ran."""
+    import tests.harness.fake_paper as mod
+    from icml26.harness import runner
+
+    run_paper(FAKE, "smoke", out=tmp_path)
+    monkeypatch.setattr(runner, "code_fingerprint", lambda slug: "edited-code")
+    original, calls = mod.run, []
+
+    def run(config, seed):
+        calls.append(seed)
+        return original(config, seed)
+
+    monkeypatch.setattr(mod, "run", run)
+    run_paper(FAKE, "smoke", out=tmp_path, resume=True)
+    assert calls == [0, 1, 2]
+
+
+def test_code_fingerprint_covers_the_paper_and_not_the_others():
+    from icml26.harness.runner import code_fingerprint
+
+    assert code_fingerprint("nammd") == code_fingerprint("nammd")
+    assert code_fingerprint("nammd") != code_fingerprint("eco")
+
+
+def test_extras_reach_plot_as_json_types_on_every_path(tmp_path, monkeypatch):
+    """Local seeds hand ``plot`` what a checkpoint or a Ray worker would: lists, not arrays."""
+    import numpy as np
+
+    import tests.harness.fake_paper as mod
+    from icml26.harness.runner import run_seed
+
+    original = mod.run
+
+    def run(config, seed):
+        out = original(config, seed)
+        out.extras["curve"] = np.array(out.extras["curve"])
+        return out
+
+    monkeypatch.setattr(mod, "run", run)
+    out = run_seed(mod, mod.Config.smoke(), 0)
+    assert isinstance(out.extras["curve"], list)
+
+
+def test_an_executor_checkpoints_the_seeds_after_a_failed_one(tmp_path):
+    """Seeds an executor ran in parallel are kept, so --resume reruns only the failed one."""
+    import tests.harness.fake_paper as mod
+    from icml26.harness.runner import SeedFailure, run_experiment, run_seed
+
+    config = mod.Config.smoke()
+
+    def compute(seed):
+        if seed == 1:
+            raise RuntimeError("worker lost")
+        return run_seed(mod, config, seed)
+
+    with pytest.raises(SeedFailure):
+        run_experiment(mod, config, checkpoint_dir=tmp_path, compute=compute)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seed-0.json", "seed-2.json"]
+
+
+def test_per_regime_refuses_repeated_regime_names():
+    d = paired_improvement([1.0, 1.1, 1.2], [0.0, 0.1, 0.2])
+    with pytest.raises(ValueError, match="distinct"):
+        per_regime([("a", d), ("a", d)])
+
+
+def test_config_bounds_and_empty_tuples():
+    from dataclasses import dataclass
+
+    from icml26.harness import ConfigError, ExperimentConfig
+
+    @dataclass(frozen=True)
+    class C(ExperimentConfig):
+        shift: int = 0
+        count: int = 1
+        sizes: tuple[int, ...] = (1,)
+        tags: tuple[str, ...] = ()
+        BOUNDS = {"shift": (None, 5)}
+        MAY_BE_EMPTY = frozenset({"tags"})
+
+    assert C(shift=-3).shift == -3  # an open lower end admits negatives
+    with pytest.raises(ConfigError):
+        C(shift=6)
+    with pytest.raises(ConfigError):
+        C(count=-1)  # undeclared ints stay >= 0
+    with pytest.raises(ConfigError, match="non-empty"):
+        C(sizes=())
+    assert C(tags=()).tags == ()
+
+
+def test_auto_device_asks_for_a_gpu_where_the_seed_runs():
+    import tests.harness.fake_paper as mod
+
+    config = mod.Config(device="auto")
+    assert config.resources_on(gpus_available=True)["num_gpus"] == 1.0
+    assert config.resources_on(gpus_available=False)["num_gpus"] == 0.0
+    assert mod.Config().resources_on(gpus_available=True)["num_gpus"] == 0.0
+
+
+def test_pin_tolerance_is_declared_by_the_experiment(tmp_path, monkeypatch):
+    """A paper that trains float32 models declares a looser numeric tolerance; verdicts stay exact."""
+    import tests.harness.fake_paper as mod
+    from icml26.harness.pins import TRAINING_TOLERANCE
+
+    res = run_paper(FAKE, "smoke", out=tmp_path)
+    pinned = json.loads(write_pin(res, tmp_path / "pin").read_text())
+    assert (pinned["rtol"], pinned["atol"]) == (1e-5, 1e-8)
+    moved = json.loads(json.dumps(res))
+    moved["claims"][0]["evidence"]["gap_mean"] *= 1.01
+    assert pin_differences(moved, pinned)
+    monkeypatch.setattr(mod, "PIN_TOLERANCE", TRAINING_TOLERANCE, raising=False)
+    assert pin_differences(moved, pinned) == []
+    moved["claims"][0]["verdict"] = NOT_REPRODUCED
+    assert any("verdict" in d for d in pin_differences(moved, pinned))
+    monkeypatch.setattr(mod, "PIN_TOLERANCE", {"rtol": 2.0, "atol": 0.0})
+    with pytest.raises(ValueError, match="PIN_TOLERANCE"):
+        pin_differences(moved, pinned)

@@ -424,6 +424,10 @@ def per_regime(
     """
     if not regimes:
         raise ValueError("per_regime needs at least one regime")
+    names = [c for c, _ in regimes]
+    dupes = sorted({c for c in names if names.count(c) > 1})
+    if dupes:  # the evidence is keyed by regime name: a repeat would silently overwrite one
+        raise ValueError(f"per_regime: regime names must be distinct, repeated: {dupes}")
     n = len(regimes)
     if require == "all":
         need = n

@@ -7,8 +7,9 @@ parsed against the field's annotated type, so ``--set n_samples=abc`` is an erro
 
 Every config validates its values when it is constructed, so a bad value is a usage error before
 any work: seeds are a non-empty tuple of distinct non-negative ints, every number is finite,
-every int is >= 0, and the ranges a paper declares in ``BOUNDS`` (``{field: (low, high)}``,
-inclusive, ``None`` for an open end; applied to each element of a tuple) hold. A paper with a
+every int is >= 0 unless the paper declares the field's range in ``BOUNDS`` (``{field: (low,
+high)}``, inclusive, ``None`` for an open end, so ``(None, 5)`` admits negative ints; applied to each
+element of a tuple), and every tuple field is non-empty unless named in ``MAY_BE_EMPTY``. A paper with a
 constraint that is not a range overrides :meth:`ExperimentConfig.extra_checks` and raises through
 :meth:`ExperimentConfig.out_of_range`.
 """
@@ -60,6 +61,7 @@ class ExperimentConfig:
 
     PROFILES: ClassVar[tuple[str, ...]] = PROFILES
     BOUNDS: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
+    MAY_BE_EMPTY: ClassVar[frozenset[str]] = frozenset()  # tuple fields for which () is meaningful
 
     def __post_init__(self) -> None:
         self._validate_fields()
@@ -101,13 +103,13 @@ class ExperimentConfig:
                     continue
                 if not math.isfinite(float(v)):
                     self.out_of_range(f.name, "finite numbers")
-                if isinstance(v, numbers.Integral) and low is None and v < 0:
+                if isinstance(v, numbers.Integral) and f.name not in self.BOUNDS and v < 0:
                     self.out_of_range(f.name, "ints >= 0")
                 if (low is not None and v < low) or (high is not None and v > high):
                     lo = "-inf" if low is None else repr(low)
                     hi = "inf" if high is None else repr(high)
                     self.out_of_range(f.name, f"[{lo}, {hi}]")
-            if isinstance(value, tuple) and not value and f.name in self.BOUNDS:
+            if isinstance(value, tuple) and not value and f.name not in self.MAY_BE_EMPTY:
                 self.out_of_range(f.name, "a non-empty tuple")
         self.extra_checks()
 
@@ -158,8 +160,20 @@ class ExperimentConfig:
 
     @property
     def resources(self) -> dict[str, float]:
-        """What one seed asks an executor for (Ray: ``num_cpus``, ``num_gpus``)."""
-        gpu = self.device.startswith("cuda") or (self.device == "auto" and self.torch_device != "cpu")
+        """What one seed asks an executor for (Ray: ``num_cpus``, ``num_gpus``), judged here."""
+        return self.resources_on(gpus_available=None)
+
+    def resources_on(self, *, gpus_available: bool | None) -> dict[str, float]:
+        """What one seed asks for on a machine or cluster that has GPUs or not.
+
+        ``auto`` asks for a GPU when the place the seed will run has one: pass
+        ``gpus_available`` for a cluster (the worker then resolves ``auto`` itself); ``None``
+        asks this process's torch.
+        """
+        if self.device == "auto":
+            gpu = (self.torch_device != "cpu") if gpus_available is None else gpus_available
+        else:
+            gpu = self.device.startswith("cuda")
         return {"num_cpus": float(self.torch_threads or 1), "num_gpus": 1.0 if gpu else 0.0}
 
     @property

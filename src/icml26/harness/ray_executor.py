@@ -68,11 +68,14 @@ def run_many_ray(
             ray.init(include_dashboard=False, log_to_driver=False)
     try:
         task = ray.remote(_seed_job)
+        # ``auto`` asks for a GPU when the cluster has one (the worker resolves the device)
+        cluster_gpus = float(ray.cluster_resources().get("GPU", 0.0)) > 0
         refs: dict[str, dict[int, Any]] = {}
         for slug in slugs:
             cfg = configs[slug]
             ckpt = checkpoint_dir(out, slug, cfg)
-            refs[slug] = {seed: task.options(**cfg.resources).remote(slug, cfg, seed)
+            resources = cfg.resources_on(gpus_available=cluster_gpus)
+            refs[slug] = {seed: task.options(**resources).remote(slug, cfg, seed)
                           for seed in cfg.seeds
                           if not (resume and (ckpt / f"seed-{seed}.json").is_file())}
         results = []

@@ -25,6 +25,7 @@ seed is checkpointed under ``.seeds/<config hash>/`` so that ``resume=True`` con
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -40,7 +41,7 @@ from typing import Any
 
 from ..core.llm.usage import track_usage
 from ._json import to_jsonable
-from .claims import check_claims, judge
+from .claims import INCONCLUSIVE, check_claims, judge
 from .config import ConfigError, ExperimentConfig, parse_assignments
 from .registry import get_paper
 from .result import (
@@ -104,15 +105,34 @@ class SeedFailure(Exception):
         self.seed, self.done, self.outputs = seed, done, outputs
 
 
-def _config_key(config: ExperimentConfig) -> str:
-    """A hash of everything but the seeds: checkpoints of the same config may be resumed."""
+@functools.cache
+def code_fingerprint(slug: str) -> str:
+    """A hash of the source a paper's seeds run: the package minus the other papers.
+
+    Part of the checkpoint key, so ``--resume`` never mixes seeds computed by different code
+    (an edited core, harness or paper starts afresh; another paper's edit does not).
+    """
+    root = Path(__file__).resolve().parents[1]  # the icml26 package
+    papers = root / "papers"
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if path.is_relative_to(papers) and len(rel.parts) > 2 and rel.parts[1] != slug:
+            continue
+        digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _config_key(config: ExperimentConfig, slug: str) -> str:
+    """A hash of the config (all but the seeds) and of the code: what a resumed seed must share."""
     d = {k: v for k, v in config.to_dict().items() if k not in ("seeds", "profile")}
+    d["__code__"] = code_fingerprint(slug)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def checkpoint_dir(out: str | Path, slug: str, config: ExperimentConfig) -> Path:
-    """Where the completed seeds of this paper and configuration are checkpointed."""
-    return Path(out) / slug / config.profile / ".seeds" / _config_key(config)
+    """Where the completed seeds of this paper, configuration and code are checkpointed."""
+    return Path(out) / slug / config.profile / ".seeds" / _config_key(config, slug)
 
 
 def aggregate(outputs: Sequence[SeedOutput]) -> dict[str, dict[str, list[float]]]:
@@ -135,7 +155,9 @@ def run_seed(experiment: Any, config: ExperimentConfig, seed: int) -> SeedOutput
     """One seed of one paper, seeded and with torch's threads limited: the unit of every executor."""
     seed_everything(seed)
     with limit_torch_threads(config.torch_threads), default_torch_device(config.torch_device):
-        return _normalise(experiment.run(config, seed), seed)
+        out = _normalise(experiment.run(config, seed), seed)
+    # the form a checkpoint or a Ray worker hands back: plots see the same types on every path
+    return SeedOutput.from_json(_unfinite(json.loads(json.dumps(_finite_json(out.to_json())))))
 
 
 def run_experiment(
@@ -169,6 +191,8 @@ def run_experiment(
                 out = compute(seed) if compute else run_seed(experiment, config, seed)
                 aggregate([*outputs, out])  # arms/metrics must agree with the earlier seeds
             except Exception as exc:
+                if compute is not None and checkpoint_dir is not None:
+                    _checkpoint_rest(compute, config.seeds[i + 1:], checkpoint_dir, resume)
                 raise SeedFailure(seed, list(done), list(outputs)) from exc
             if ckpt is not None:
                 atomic_write_json(ckpt, _finite_json(out.to_json()))
@@ -177,6 +201,20 @@ def run_experiment(
     if progress:
         progress("judging claims and plotting", len(config.seeds), len(config.seeds))
     return aggregate(outputs), outputs, done
+
+
+def _checkpoint_rest(compute: Callable[[int], SeedOutput], seeds: Sequence[int],
+                     checkpoint_dir: Path, resume: bool) -> None:
+    """After a failed seed, checkpoint the later seeds an executor ran anyway (they already ran
+    in parallel): ``--resume`` then reruns only the failed seed. Their own errors are ignored."""
+    for seed in seeds:
+        ckpt = checkpoint_dir / f"seed-{seed}.json"
+        if resume and ckpt.is_file():
+            continue
+        try:
+            atomic_write_json(ckpt, _finite_json(compute(seed).to_json()))
+        except Exception:  # noqa: BLE001 - best effort; the run is already an error
+            continue
 
 
 def _finite_json(data: Any) -> Any:
@@ -302,9 +340,13 @@ def _fill_measurements(result: dict[str, Any], experiment: Any, config: Experime
     check_claims(experiment.CLAIMS, set(metrics))
     result["claims"] = [judge(c, metrics, config) for c in experiment.CLAIMS]
     if result.get("partial"):
+        # a crashed run is not evidence: its seeds are judged and shown, never called reproduced
         for c in result["claims"]:
             c["partial"] = True
-            c["ours"] = f"[partial: seeds {result['seeds']} only] {c['ours']}"
+            c["verdict_on_completed_seeds"] = c["verdict"]
+            c["verdict"] = INCONCLUSIVE
+            c["ours"] = (f"[partial: seeds {result['seeds']} only, {c['verdict_on_completed_seeds']} "
+                         f"on those] {c['ours']}")
     if hasattr(experiment, "plot"):
         try:
             paths = experiment.plot(config, list(outputs), outdir / "plots")

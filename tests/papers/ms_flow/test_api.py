@@ -106,7 +106,9 @@ def test_prox_is_exact(task, mu):
     w = 1 / 0.05**2
     ref = np.linalg.solve(w * H.T @ H + mu * np.eye(D), (w * y.numpy() @ H + mu * v.numpy()).T).T
     tol = 1e-5 if task == "ct" else 1e-9  # CT's normal matrix is singular: the reference is ill-posed at small mu
-    np.testing.assert_allclose(op.prox(v, y, mu).numpy(), ref, rtol=tol, atol=tol)
+    # normwise: at small mu the solve is ill-conditioned, and its last bits differ between CPUs
+    scale = max(1.0, float(np.abs(ref).max()))
+    np.testing.assert_allclose(op.prox(v, y, mu).numpy(), ref, rtol=tol, atol=tol * scale)
     # the prox minimises its objective: the gradient vanishes there
     x = op.prox(v, y, mu)
     grad = w * op.At(op.A(x) - y) + mu * (x - v)

@@ -59,6 +59,7 @@ from icml26.harness import (
     threshold_rule,
     tune_arms,
 )
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
 
 from .metrics import psnr, ssim
@@ -82,6 +83,10 @@ from .solvers import (
 TUNED_ARMS = ("ms_flow", "ms_flow_k1", "d_flow", "d_flow_adjoint", "pnp_flow", "ot_ode", "flow_dps",
               "tikhonov")
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):

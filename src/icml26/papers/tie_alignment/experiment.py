@@ -37,6 +37,7 @@ from icml26.harness import (
     paired_improvement,
     per_regime,
 )
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import save_figure
 
 from .labelers import SimulatedLabeler, label_noise
@@ -49,6 +50,10 @@ SCALE = ("laptop-scale: exact tabular softmax policies (200 prompts x 64 candida
 SCALE_LM = ("laptop-scale: a 0.1M-parameter causal LM on a symbol task with a known reward and "
             "512 enumerable responses (exact reward and KL), simulated labelers")
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):

@@ -63,6 +63,7 @@ from icml26.harness import (
     paired_improvement,
     per_regime,
 )
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import save_figure
 from icml26.harness.tuning import Tuned, TuningSpec, tune_arms
 
@@ -76,6 +77,10 @@ FIG1A_MIN = 0.10  # Fig. 1a: speed >= 10% below E||x1 - x0|| at t = 0.05 ...
 FIG1A_RHO = -0.8  # ... and decaying in t (Spearman < -0.8)
 EARLY_T = 0.2  # "early" = t in [0, EARLY_T]
 
+
+
+# float32 training: pinned smoke numbers carry the cross-CPU tolerance (harness.pins).
+PIN_TOLERANCE = TRAINING_TOLERANCE
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
