@@ -38,6 +38,7 @@ from icml26.harness import (
     paired_improvement,
 )
 from icml26.harness.claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, mean_se
+from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import save_figure
 
 from .data import make_demo_dataset, make_vl_dataset
@@ -46,6 +47,7 @@ from .model import REASON_LEN, SyVLAPolicy
 from .rl import SSGRLConfig, SSGRLTrainer
 from .train import evaluate_success, evaluate_vqa, pretrain_vl, sft_vla
 
+PIN_TOLERANCE = TRAINING_TOLERANCE  # float32 training: pinned smoke metrics compared with a training tolerance
 S1_ARMS = ("naive", "ki", "id_t", "id_p")
 S2_ARMS = ("rl_sft", "rl_awfm", "rl_random", "rl_ssg")
 MIN_SUCCESS = 0.2  # validity guard: below this mean ID success no policy in the comparison is functional
@@ -88,8 +90,9 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls):
-        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=200, s0_steps=150, s1_steps=100,
-                   n_eval=128, rl_iters=6)
+        # sized for <= 90 s CPU on an idle machine (3 seeds); the same budget for every arm of a stage
+        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=200, s0_steps=150, s1_steps=40,
+                   n_eval=64, rl_iters=3)
 
     @classmethod
     def full(cls):
