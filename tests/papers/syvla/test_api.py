@@ -266,3 +266,39 @@ def test_policy_act_and_select_action():
     acts = [pol.select_action(obs) for _ in range(5)]
     assert all(x.shape == (3, 3) for x in acts) and len(pol._queue) == 3
     env.step(acts[0])
+
+
+def test_pixel_grounding_points_at_the_attended_pixel():
+    """With a key that only fires on one pixel, the soft-argmax coordinates are that pixel's centre."""
+    from icml26.papers.syvla import PixelGrounding
+    from icml26.papers.syvla.env import IMG
+
+    torch.manual_seed(0)
+    g = PixelGrounding(8, channels=4, key_dim=4)
+    img = torch.zeros(1, IMG, IMG, 3)
+    img[0, 5, 17] = 1.0  # row (y) 5, column (x) 17
+    with torch.no_grad():
+        g.stem = torch.nn.Sequential(torch.nn.Flatten(0, 0))  # identity: features = RGB channels
+        g.k = torch.nn.Linear(3, 4, bias=False)
+        g.k.weight.zero_()
+        g.k.weight[:, 0] = 1.0
+        g.q.weight.zero_()
+        g.q.bias.fill_(50.0)
+        g.out = torch.nn.Linear(2 + 3, 8)
+        emb = torch.zeros(1, 2, 8)
+        out = g(img, emb, torch.tensor([[True, False]]))
+        f = img.permute(0, 3, 1, 2).flatten(2).transpose(1, 2)
+        att = torch.softmax(g.q(torch.zeros(1, 1, 16)) @ g.k(f).transpose(1, 2) * g.log_temp.exp() / 2, -1)
+        xy = att @ g.pix
+    assert torch.allclose(xy[0, 0], torch.tensor([17.5 / IMG, 5.5 / IMG]), atol=1e-4)
+    assert torch.all(out[0, 1] == 0)  # invalid (pad) positions get no grounding
+
+
+def test_grounding_flag_default_off_and_wired():
+    pol = SyVLAPolicy(d=16, layers=1)
+    assert pol.vlm.ground is None
+    pol = SyVLAPolicy(d=16, layers=1, grounding=True)
+    obs = {"image": np.random.default_rng(0).random((2, 24, 24, 3)).astype(np.float32),
+           "instruction": ["touch the red circle", "touch the blue square"]}
+    pol.vqa_logits(obs["image"], ["is the red object left or right"] * 2).sum().backward()
+    assert pol.vlm.ground.q.weight.grad.abs().sum() > 0

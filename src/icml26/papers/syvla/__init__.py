@@ -11,7 +11,7 @@ from .decoupling import (
     token_grad_mask,
 )
 from .env import SPLITS, ScriptedExpert, Tabletop2DEnv, reasoning_string, sample_scene
-from .model import FlowActionExpert, SyVLAPolicy, TinyVLM, Vocab
+from .model import FlowActionExpert, PixelGrounding, SyVLAPolicy, TinyVLM, Vocab
 from .rl import (
     EXPERT_ADVANTAGE,
     SimilarSampleBuffer,
@@ -25,7 +25,7 @@ from .rl import (
 from .train import evaluate_success, evaluate_vqa, pretrain_vl, sft_vla
 
 __all__ = [
-    "EXPERT_ADVANTAGE", "SPLITS", "DemoData", "FlowActionExpert", "IntentionDecoupler", "SSGRLConfig",
+    "EXPERT_ADVANTAGE", "SPLITS", "DemoData", "FlowActionExpert", "PixelGrounding", "IntentionDecoupler", "SSGRLConfig",
     "SSGRLTrainer", "ScriptedExpert", "SimilarSampleBuffer", "SyVLAPolicy", "Tabletop2DEnv", "TinyVLM",
     "VQAData", "Vocab", "advantage_weighted_fm_loss", "advantage_weights", "evaluate_success", "evaluate_vqa",
     "group_advantages", "importance_update", "make_demo_dataset", "make_vl_dataset", "masked_combine",

@@ -75,6 +75,7 @@ class Config(ExperimentConfig):
     rl_updates: int = 8
     rl_lr: float = 3e-4
     rl_k: int = 1
+    grounding: bool = False  # TinyVLM text-to-pixel grounding (see model.PixelGrounding); off: not yet helpful
     noninferior_margin: float = 0.03  # "matches ID success": gap >= -max(0.03, 2 s.e.)
 
     BOUNDS = {"n_vl": (100, None), "n_vl_test": (50, None), "n_demo_episodes": (10, None), "d": (8, None),
@@ -113,7 +114,7 @@ def run(config: Config, seed: int) -> SeedOutput:
     vl_test = make_vl_dataset(config.n_vl_test, seed=seed * 3 + 2)
     demo = make_demo_dataset(config.n_demo_episodes, seed=seed * 3 + 3)
     t_data = time.time() - t0
-    base = SyVLAPolicy(d=config.d, layers=config.layers, device=dev)
+    base = SyVLAPolicy(d=config.d, layers=config.layers, device=dev, grounding=config.grounding)
     s0 = pretrain_vl(base, vl, steps=config.s0_steps, batch=config.batch, lr=config.lr_s0, seed=seed)
     acc0 = evaluate_vqa(base, vl_test)
     t_s0 = time.time() - t0

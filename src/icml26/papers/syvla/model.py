@@ -1,6 +1,7 @@
 """SyVLA's think-before-act VLA at laptop scale [inferred architecture, brief §2.3 / §5.2]:
 
-* :class:`TinyVLM`: patch embedding + word embedding, prefix-LM transformer (blocks from
+* :class:`TinyVLM`: patch embedding + word embedding (optional text-to-pixel grounding,
+  :class:`PixelGrounding`, off by default), prefix-LM transformer (blocks from
   ``icml26.core.lm.model.Block``), LM head for VQA answers and reasoning tokens.
 * Learned feature **query tokens** read the VLM's per-layer keys/values (the KV cache of the context, so the
   context never attends to them); their final states ``c`` (M x d) are the control intent.
@@ -81,15 +82,53 @@ def check_images(images, device=None) -> torch.Tensor:
     return x
 
 
+_PIX = (torch.stack(torch.meshgrid(torch.arange(IMG), torch.arange(IMG), indexing="xy"), -1).reshape(-1, 2)
+        + 0.5) / IMG  # (IMG*IMG, 2) pixel centres (x, y) in [0, 1], row-major like the image
+
+
+class PixelGrounding(nn.Module):
+    """Text-to-pixel grounding added to every word embedding: each word (with its right neighbour, so
+    "green zone" and "green circle" differ) attends over the full-resolution features of a 3x3 conv stem;
+    it receives the soft-argmax pixel coordinates of its attention and the attended feature.
+
+    Why: with patch tokens alone the 2-layer prefix-LM never learnt the colour-word -> visual-token binding
+    within the quick budget (VQA stayed at the answer prior, even "is the red object left or right"; see
+    README). Here the binding is a single bilinear similarity and the position a linear readout: on
+    left/right-only VQA it reaches 0.92 held-out accuracy in 300 steps where the patch-only model stays at
+    chance. On the full VQA mix and in S1 it did not yet help at the quick budget, so it is OFF by default
+    (``TinyVLM(grounding=True)`` / ``Config(grounding=True)`` to use it).
+    """
+
+    def __init__(self, d: int, channels: int = 16, key_dim: int = 16) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, channels, 3, padding=1), nn.SiLU(),
+                                  nn.Conv2d(channels, channels, 1))
+        self.q = nn.Linear(2 * d, key_dim)
+        self.k = nn.Linear(channels, key_dim)
+        self.out = nn.Linear(2 + channels, d)
+        self.log_temp = nn.Parameter(torch.tensor(2.0))  # sharp initial attention: faster binding
+        self.register_buffer("pix", _PIX.clone(), persistent=False)
+
+    def forward(self, images: torch.Tensor, emb: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        B, T, _ = emb.shape
+        f = self.stem(images.permute(0, 3, 1, 2)).flatten(2).transpose(1, 2)  # (B, IMG*IMG, C)
+        nxt = torch.cat([emb[:, 1:], torch.zeros_like(emb[:, :1])], 1)
+        q = self.q(torch.cat([emb, nxt], -1))  # (B, T, k)
+        att = torch.softmax(q @ self.k(f).transpose(1, 2) * self.log_temp.exp() / q.shape[-1] ** 0.5, -1)  # (B, T, IMG*IMG)
+        g = torch.cat([att @ self.pix - 0.5, att @ f], -1)
+        return self.out(g) * valid[..., None]
+
+
 class TinyVLM(nn.Module):
     """Prefix-LM vision-language model: ``[image patches | text | <ans>/<think> + reasoning]``."""
 
     def __init__(self, vocab_size: int, d: int = 64, layers: int = 2, heads: int = 4, n_query: int = 4,
-                 max_len: int = 48) -> None:
+                 max_len: int = 48, grounding: bool = False) -> None:
         super().__init__()
         self.cfg = LMConfig(vocab_size=vocab_size, block_size=max_len, n_layer=layers, n_head=heads, n_embd=d)
         self.d, self.n_query = d, n_query
         self.patch = nn.Linear(PATCH * PATCH * 3, d)
+        self.ground = PixelGrounding(d) if grounding else None
         self.tok = nn.Embedding(vocab_size, d)
         self.pos = nn.Parameter(torch.randn(max_len, d) * 0.02)
         self.blocks = nn.ModuleList(Block(self.cfg) for _ in range(layers))
@@ -104,7 +143,10 @@ class TinyVLM(nn.Module):
     def embed(self, images: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
         B = images.shape[0]
         p = images.reshape(B, IMG // PATCH, PATCH, IMG // PATCH, PATCH, 3).permute(0, 1, 3, 2, 4, 5)
-        x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), self.tok(text)], 1)
+        e = self.tok(text)
+        if self.ground is not None:
+            e = e + self.ground(images, e, text != 0)
+        x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), e], 1)
         return x + self.pos[: x.shape[1]]
 
     def encode(self, images, text, n_prefix_text: int):
@@ -168,10 +210,10 @@ class SyVLAPolicy(nn.Module):
     """
 
     def __init__(self, d: int = 64, layers: int = 2, n_query: int = 4, flow_steps: int = 10,
-                 intent_mode: str = "full", device: str | torch.device = "cpu") -> None:
+                 intent_mode: str = "full", device: str | torch.device = "cpu", grounding: bool = False) -> None:
         super().__init__()
         self.vocab = Vocab()
-        self.vlm = TinyVLM(len(self.vocab), d=d, layers=layers, n_query=n_query)
+        self.vlm = TinyVLM(len(self.vocab), d=d, layers=layers, n_query=n_query, grounding=grounding)
         self.expert = FlowActionExpert(3 + n_query * d)
         self.flow_steps = flow_steps
         self.set_intent_mode(intent_mode)
