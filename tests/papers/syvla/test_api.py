@@ -302,3 +302,15 @@ def test_grounding_flag_default_off_and_wired():
            "instruction": ["touch the red circle", "touch the blue square"]}
     pol.vqa_logits(obs["image"], ["is the red object left or right"] * 2).sum().backward()
     assert pol.vlm.ground.q.weight.grad.abs().sum() > 0
+
+
+def test_grounding_does_not_leak_future_reasoning_tokens():
+    torch.manual_seed(0)
+    pol = SyVLAPolicy(d=16, layers=2, grounding=True)
+    img = torch.rand(2, 24, 24, 3)
+    instr = pol.vocab.batch(["touch the red circle"] * 2, 8)
+    r = torch.randint(3, 20, (2, 7))
+    h, _, _ = pol._context(img, instr, r)
+    for n in range(7):
+        hp, _, _ = pol._context(img, instr, r[:, :n])
+        assert torch.allclose(h[:, hp.shape[1] - 1], hp[:, -1], atol=1e-5)

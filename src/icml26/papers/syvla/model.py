@@ -144,8 +144,10 @@ class TinyVLM(nn.Module):
         B = images.shape[0]
         p = images.reshape(B, IMG // PATCH, PATCH, IMG // PATCH, PATCH, 3).permute(0, 1, 3, 2, 4, 5)
         e = self.tok(text)
-        if self.ground is not None:
-            e = e + self.ground(images, e, text != 0)
+        if self.ground is not None:  # instruction / question words only: the right-neighbour input must
+            n = min(TEXT_LEN, text.shape[1])  # never reach the (causal) reasoning tokens
+            g = self.ground(images, e[:, :n], text[:, :n] != 0)
+            e = torch.cat([e[:, :n] + g, e[:, n:]], 1)
         x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), e], 1)
         return x + self.pos[: x.shape[1]]
 
