@@ -1,0 +1,95 @@
+"""Stages S0 (VL pre-training) and S1 (VLA SFT with VL co-training), and the evaluations."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .data import DemoData, VQAData
+from .decoupling import IntentionDecoupler
+from .env import Tabletop2DEnv
+from .model import REASON_LEN, SyVLAPolicy
+from .rl import rollout
+
+S1_MODES = {"naive": ("full", "none"), "ki": ("none", "stop_grad"), "id_t": ("token", "token_mask"),
+            "id_p": ("full", "grad_norm_mask")}
+
+
+def _answer_ids(policy: SyVLAPolicy, answers) -> torch.Tensor:
+    return torch.tensor([policy.vocab.stoi[a] for a in answers], device=policy.device)
+
+
+def vqa_loss(policy: SyVLAPolicy, vl: VQAData, idx) -> torch.Tensor:
+    logits = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx])
+    return torch.nn.functional.cross_entropy(logits, _answer_ids(policy, [vl.answer[i] for i in idx]))
+
+
+def pretrain_vl(policy: SyVLAPolicy, vl: VQAData, *, steps: int, batch: int = 64, lr: float = 2e-3,
+                seed: int = 0) -> dict:
+    """S0: the "pretrained VLM" (VQA cross-entropy only)."""
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.AdamW(policy.vlm.backbone_parameters(), lr=lr, weight_decay=0.0)
+    for _ in range(steps):
+        loss = vqa_loss(policy, vl, rng.integers(0, len(vl), size=batch))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return {"steps": steps, "batch": batch, "lr": lr, "final_loss": float(loss.detach())}
+
+
+def sft_vla(policy: SyVLAPolicy, demo: DemoData, vl: VQAData, mode: str, *, steps: int, batch: int = 64,
+            vl_batch: int = 32, lr: float = 1e-3, lambda_r: float = 1.0, lambda_vl: float = 1.0,
+            protect_ratio: float = 0.5, seed: int = 0) -> dict:
+    """S1: ``L = L_FM + lambda_r CE(reasoning) + lambda_vl CE_VL`` with the decoupling ``mode``
+    (naive | ki | id_t | id_p)."""
+    if mode not in S1_MODES:
+        raise ValueError(f"mode must be one of {tuple(S1_MODES)}, got {mode!r}")
+    intent_mode, dec_mode = S1_MODES[mode]
+    policy.set_intent_mode(intent_mode)
+    dec = IntentionDecoupler(policy, policy.vlm.backbone_parameters(), dec_mode, protect_ratio=protect_ratio)
+    opt = torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=0.0)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    reason_ids = torch.tensor([policy.vocab.encode(r, REASON_LEN) for r in demo.reasoning])
+    log = []
+    for _ in range(steps):
+        idx = rng.integers(0, len(demo), size=batch)
+        ce_r, c = policy.reasoning_loss_and_intent(demo.image[idx], [demo.instruction[i] for i in idx],
+                                                   reason_ids[idx].to(policy.device))
+        state = torch.as_tensor(demo.state[idx], device=policy.device)
+        fm = policy.action_loss(state, c, torch.as_tensor(demo.actions[idx], device=policy.device), generator=gen)
+        vl_l = vqa_loss(policy, vl, rng.integers(0, len(vl), size=vl_batch))
+        opt.zero_grad()
+        dec.backward(fm, lambda_r * ce_r + lambda_vl * vl_l)
+        opt.step()
+        log.append((float(fm.detach()), float(ce_r.detach()), float(vl_l.detach())))
+    policy.set_intent_mode("full")
+    last = np.mean(log[-10:], axis=0)
+    return {"steps": steps, "batch": batch, "vl_batch": vl_batch, "lr": lr, "lambda_r": lambda_r,
+            "lambda_vl": lambda_vl, "protect_ratio": protect_ratio if mode == "id_p" else None,
+            "final_fm": float(last[0]), "final_ce_r": float(last[1]), "final_vl": float(last[2])}
+
+
+@torch.no_grad()
+def evaluate_vqa(policy: SyVLAPolicy, vl: VQAData, batch: int = 256) -> float:
+    """Exact-match accuracy of the single-token answer."""
+    correct = 0
+    for s in range(0, len(vl), batch):
+        idx = np.arange(s, min(len(vl), s + batch))
+        pred = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx]).argmax(-1)
+        correct += int((pred == _answer_ids(policy, [vl.answer[i] for i in idx])).sum())
+    return correct / len(vl)
+
+
+@torch.no_grad()
+def evaluate_success(policy: SyVLAPolicy, split: str, n_episodes: int, *, seed: int = 0, num_envs: int = 64,
+                     reasoning_accuracy: bool = False) -> float:
+    """Closed-loop success rate on ``split`` over ``n_episodes`` (stochastic flow sampling, fixed seeds)."""
+    gen = torch.Generator().manual_seed(seed)
+    num_envs = min(num_envs, n_episodes)
+    succ = []
+    for r in range((n_episodes + num_envs - 1) // num_envs):
+        env = Tabletop2DEnv(num_envs, split, seed)
+        out = rollout(policy, env, seed=seed * 7919 + r, generator=gen)
+        succ.append(out["success"])
+    return float(np.concatenate(succ)[:n_episodes].mean())

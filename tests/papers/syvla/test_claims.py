@@ -1,0 +1,65 @@
+"""The smoke profile's verdicts are pinned; claims name their arms; rules behave on synthetic metrics."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from icml26.harness import assert_pinned, run_paper
+from icml26.harness.claims import NOT_REPRODUCED, REPRODUCED
+from icml26.harness.config import ConfigError
+from icml26.papers.syvla.experiment import CLAIMS, S1_ARMS, S2_ARMS, Config, _max_drawdown
+
+CLAIM_IDS = {"vl_retention", "vl_retention_token", "ood_generalisation", "ssg_rl"}
+
+
+def test_smoke_verdicts_are_pinned(tmp_path):
+    result = run_paper("syvla", "smoke", out=tmp_path)
+    assert result["status"] == "ok", result.get("error")
+    assert {c["id"] for c in result["claims"]} == CLAIM_IDS
+    assert_pinned(result, __file__)
+
+
+def test_claims_name_their_arms():
+    arms = {c.id: c.arms for c in CLAIMS}
+    assert set(arms) == CLAIM_IDS
+    assert arms["vl_retention"].control == "ki" and arms["vl_retention"].baselines == ("naive",)
+    assert arms["ssg_rl"].control == "rl_random"
+    assert set(S1_ARMS) | set(S2_ARMS) >= {a for c in CLAIMS for a in c.arms.names}
+    assert len(Config.quick().seeds) == 3
+
+
+def _m(**arms):
+    return arms
+
+
+def test_retention_rule_on_synthetic_metrics():
+    claim = next(c for c in CLAIMS if c.id == "vl_retention")
+    cfg = Config.smoke()
+    m = {"id_p": {"retention": [0.99, 0.98, 1.0], "success_id": [0.5, 0.6, 0.55]},
+         "naive": {"retention": [0.8, 0.7, 0.75], "success_id": [0.52, 0.6, 0.55]},
+         "ki": {"retention": [1.0, 1.0, 1.0], "success_id": [0.2, 0.25, 0.3]}}
+    assert claim.decide(m, cfg).verdict == REPRODUCED
+    assert claim.control(m, cfg).verdict == NOT_REPRODUCED  # KI keeps VQA but loses ID success
+    m["id_p"]["retention"] = [0.8, 0.7, 0.75]
+    assert claim.decide(m, cfg).verdict == NOT_REPRODUCED
+
+
+def test_ssg_rule_on_synthetic_metrics():
+    claim = next(c for c in CLAIMS if c.id == "ssg_rl")
+    cfg = Config.smoke()
+    m = {"rl_ssg": {"success_id_final": [0.6, 0.62, 0.61], "drawdown": [0.0, 0.01, 0.0]},
+         "rl_sft": {"success_id_final": [0.5, 0.5, 0.52], "drawdown": [0.0, 0.0, 0.0]},
+         "rl_awfm": {"success_id_final": [0.4, 0.6, 0.3], "drawdown": [0.1, 0.2, 0.1]},
+         "rl_random": {"success_id_final": [0.5, 0.49, 0.53], "drawdown": [0.0, 0.0, 0.0]}}
+    assert claim.decide(m, cfg).verdict == REPRODUCED
+    assert claim.control(m, cfg).verdict == NOT_REPRODUCED
+    assert _max_drawdown([0.1, 0.5, 0.2, 0.6]) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("change", [{"s1_steps": 0}, {"protect_ratio": 1.5}, {"rl_group": 1}, {"n_eval": 2},
+                                    {"lambda_vl": -1.0}])
+def test_config_bounds(change):
+    with pytest.raises(ConfigError):
+        dataclasses.replace(Config.smoke(), **change)
