@@ -53,7 +53,9 @@ class PaperInfo:
 # Sources: shared/seed/papers.md and the briefs in shared/papers/<slug>.md.
 _PAPERS: tuple[PaperInfo, ...] = (
     PaperInfo(1, "syvla", "Scaling by Diversified Experience for Vision-Language-Action Models",
-              "SyVLA: VLA with intention decoupling and similar-sample guided RL", "2606.09009", None),
+              "SyVLA: VLA with intention decoupling and similar-sample guided RL", "2606.09009", None,
+              "icml26.papers.syvla.SyVLAPolicy, icml26.papers.syvla.IntentionDecoupler, "
+              "icml26.papers.syvla.SSGRLTrainer"),
     PaperInfo(2, "transport_kl",
               "Well-Posed KL-Regularized Control via Wasserstein and Kalman-Wasserstein KL Divergences",
               "Transport-geometry analogs of KL for KL-regularized optimal control", "2602.02250", None,
@@ -74,7 +76,9 @@ _PAPERS: tuple[PaperInfo, ...] = (
               "icml26.papers.adaptive_reasoning.train_adaptive_reasoner"),
     PaperInfo(7, "magic", "MAGIC: A Co-Evolving Attacker-Defender Adversarial Game for Robust LLM Safety",
               "MAGIC: attacker/defender multi-agent RL for safety alignment", "2602.01539",
-              "https://github.com/BattleWen/MAGIC"),
+              "https://github.com/BattleWen/MAGIC",
+              "icml26.papers.magic.AlternatingGRPO, icml26.papers.magic.DefenderReward, "
+              "icml26.papers.magic.AttackerReward"),
     PaperInfo(8, "nppr",
               "Non-Parametric Probabilistic Robustness: A Conservative Metric with Optimized "
               "Perturbation Distributions",
@@ -85,7 +89,9 @@ _PAPERS: tuple[PaperInfo, ...] = (
               "icml26.papers.velocity_deficit.ScaleScheduleCorrector"),
     PaperInfo(10, "dicode", "Dreaming in Code for Curriculum Learning in Open-Ended Worlds",
               "DiCode: environment curricula written as code (Craftax)", "2602.08194",
-              "https://github.com/konstantinosmitsides/dreaming-in-code"),
+              "https://github.com/konstantinosmitsides/dreaming-in-code",
+              "icml26.papers.dicode.LevelArchive, icml26.papers.dicode.compile_levels, "
+              "icml26.papers.dicode.ProgrammaticDreamer"),
     PaperInfo(11, "iterative_rmft",
               "Post-Training LLMs as Better Decision-Making Agents: A Regret-Minimization Approach",
               "Iterative regret-minimization fine-tuning (RMFT)", "2511.04393", None,
