@@ -186,7 +186,9 @@ def test_reproduce_writes_report(tmp_path, capsys):
     assert cli.main(["reproduce", FAKE, "--profile", "smoke", "--out", str(out),
                      "--no-progress"]) == 0
     md = (out / "REPORT.md").read_text()
-    assert "zz_fake" in md and "reproduced" in md and "not implemented" in md
+    assert "zz_fake" in md and "reproduced" in md
+    if any(not p.implemented for p in PAPERS.values()):  # the report lists them as such
+        assert "not implemented" in md
     html = (out / "report.html").read_text()
     assert "<table class=\"claims\">" in html and "curve.png" in html
     md_path, _ = write_report(out, profile="quick")  # no quick results: papers listed as not run
