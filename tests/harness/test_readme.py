@@ -12,6 +12,8 @@ from icml26.harness import PAPERS, PaperInfo, run_paper
 from icml26.harness.readme import (
     CLAIMS_END,
     CLAIMS_START,
+    PLOTS_END,
+    PLOTS_START,
     TABLE_END,
     TABLE_START,
     extract_between,
@@ -58,7 +60,7 @@ def test_summary_and_tables_from_a_fake_paper(tmp_path, monkeypatch):
         (root / "src" / "icml26" / "papers" / "zz_readme").mkdir(parents=True)
         (root / "README.md").write_text(f"intro\n{TABLE_START}\nold\n{TABLE_END}\nend\n")
         paper_readme = root / "src" / "icml26" / "papers" / "zz_readme" / "README.md"
-        paper_readme.write_text(f"# p\n{CLAIMS_START}\n{CLAIMS_END}\n")
+        paper_readme.write_text(f"# p\n{CLAIMS_START}\n{CLAIMS_END}\n{PLOTS_START}\n{PLOTS_END}\n")
         path, changed = update_from_results(tmp_path / "res", root)
         summary = json.loads(path.read_text())
         assert summary["papers"]["zz_readme"]["claims"][0]["verdict"] == "reproduced"
@@ -67,6 +69,11 @@ def test_summary_and_tables_from_a_fake_paper(tmp_path, monkeypatch):
         assert "| 1 | syvla |" in table
         claims = extract_between(paper_readme.read_text(), CLAIMS_START, CLAIMS_END)
         assert "| better | reproduced |" in claims
+        # the README's plots are the result's own, copied next to the docs
+        plots = extract_between(paper_readme.read_text(), PLOTS_START, PLOTS_END)
+        assert "(../../../../docs/plots/zz_readme/curve.png)" in plots
+        assert (root / "docs" / "plots" / "zz_readme" / "curve.png").read_bytes() == \
+            (tmp_path / "res" / "zz_readme" / "quick" / "plots" / "curve.png").read_bytes()
         # merging: a second results folder without this paper keeps its entry
         (tmp_path / "empty").mkdir()
         path, _ = update_from_results(tmp_path / "empty", root)

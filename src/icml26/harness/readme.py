@@ -8,7 +8,9 @@ summary alone:
 * the top-level README's paper table, between ``<!-- papers-table:start -->`` and
   ``<!-- papers-table:end -->``;
 * each paper README's claim table, between ``<!-- claims-table:start -->`` and
-  ``<!-- claims-table:end -->`` (papers whose README has the markers).
+  ``<!-- claims-table:end -->`` (papers whose README has the markers);
+* each paper README's plots, between ``<!-- plots:start -->`` and ``<!-- plots:end -->``: the
+  latest result's own plot files, copied to ``docs/plots/<slug>/``.
 
 A test re-renders the tables from the checked-in summary and compares them with the READMEs, so a
 table can never drift from the results it was made from.
@@ -28,6 +30,7 @@ from .result import atomic_write_json, atomic_write_text
 
 TABLE_START, TABLE_END = "<!-- papers-table:start -->", "<!-- papers-table:end -->"
 CLAIMS_START, CLAIMS_END = "<!-- claims-table:start -->", "<!-- claims-table:end -->"
+PLOTS_START, PLOTS_END = "<!-- plots:start -->", "<!-- plots:end -->"
 
 
 def summarize(results_dir: str | Path, profile: str = "quick") -> dict[str, Any]:
@@ -129,6 +132,38 @@ def write_readmes(summary: Mapping[str, Any], root: str | Path = ".") -> list[Pa
     return changed
 
 
+def copy_plots(results_dir: str | Path, root: str | Path = ".", profile: str = "quick") -> list[Path]:
+    """Copy each paper's latest ``profile`` plots to ``docs/plots/<slug>/`` and rewrite the image
+    list between ``<!-- plots:start -->`` and ``<!-- plots:end -->`` of papers whose README has
+    the markers; return the READMEs changed. Plots in a README are then always a result's own."""
+    import shutil
+
+    root = Path(root)
+    changed = []
+    for slug, (path, res) in sorted(collect_latest(Path(results_dir), profile).items()):
+        readme = root / "src" / "icml26" / "papers" / slug / "README.md"
+        if not res.get("plots") or not readme.is_file():
+            continue
+        text = readme.read_text(encoding="utf-8")
+        if PLOTS_START not in text:
+            continue
+        dest = root / "docs" / "plots" / slug
+        dest.mkdir(parents=True, exist_ok=True)
+        lines = [f"Plots of `icml26 run {slug} --profile {profile}` (git "
+                 f"{str((res.get('git') or {}).get('commit'))[:10]}), copied by `icml26 report --readme`:", ""]
+        for rel in res["plots"]:
+            src = path.parent / rel
+            if src.suffix.lower() not in (".png", ".svg") or not src.is_file():
+                continue
+            shutil.copyfile(src, dest / src.name)
+            lines += [f"![{src.stem.replace('_', ' ')}](../../../../docs/plots/{slug}/{src.name})", ""]
+        new = _replace_between(text, PLOTS_START, PLOTS_END, "\n".join(lines).rstrip())
+        if new != text:
+            atomic_write_text(readme, new)
+            changed.append(readme)
+    return changed
+
+
 def update_from_results(results_dir: str | Path, root: str | Path = ".",
                         profile: str = "quick") -> tuple[Path, list[Path]]:
     """Merge the latest results into ``docs/results/<profile>.json`` and rewrite the READMEs.
@@ -144,4 +179,4 @@ def update_from_results(results_dir: str | Path, root: str | Path = ".",
         summary["papers"] = {**old.get("papers", {}), **summary["papers"]}
         summary["papers"] = dict(sorted(summary["papers"].items()))
     atomic_write_json(path, summary)
-    return path, write_readmes(summary, root)
+    return path, write_readmes(summary, root) + copy_plots(results_dir, root, profile)
