@@ -179,4 +179,5 @@ def update_from_results(results_dir: str | Path, root: str | Path = ".",
         summary["papers"] = {**old.get("papers", {}), **summary["papers"]}
         summary["papers"] = dict(sorted(summary["papers"].items()))
     atomic_write_json(path, summary)
-    return path, write_readmes(summary, root) + copy_plots(results_dir, root, profile)
+    changed = write_readmes(summary, root) + copy_plots(results_dir, root, profile)
+    return path, list(dict.fromkeys(changed))
