@@ -10,7 +10,6 @@ Progress: a line per finished task. No scheduling of our own: Ray places the tas
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -30,18 +29,17 @@ def _ray():
 
 def _seed_job(slug: str, config: ExperimentConfig, seed: int) -> str:
     """Runs on a Ray worker: one seed of one paper, returned as JSON text (NaN-safe)."""
-    from .runner import _finite_json, run_seed
+    from .runner import run_seed, seed_to_text
 
-    out = run_seed(get_paper(slug).experiment(), config, seed)
-    return json.dumps(_finite_json(out.to_json()))
+    return seed_to_text(run_seed(get_paper(slug).experiment(), config, seed))
 
 
 def _gathered(refs: Mapping[int, Any], ray: Any, seed: int):
-    from .runner import SeedOutput, _unfinite
+    from .runner import seed_from_text
 
     if seed not in refs:
         raise RuntimeError(f"seed {seed} was not submitted (its checkpoint vanished?)")
-    return SeedOutput.from_json(_unfinite(json.loads(ray.get(refs[seed]))))
+    return seed_from_text(ray.get(refs[seed]))
 
 
 def run_many_ray(

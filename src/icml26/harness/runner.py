@@ -157,7 +157,7 @@ def run_seed(experiment: Any, config: ExperimentConfig, seed: int) -> SeedOutput
     with limit_torch_threads(config.torch_threads), default_torch_device(config.torch_device):
         out = _normalise(experiment.run(config, seed), seed)
     # the form a checkpoint or a Ray worker hands back: plots see the same types on every path
-    return SeedOutput.from_json(_unfinite(json.loads(json.dumps(_finite_json(out.to_json())))))
+    return seed_from_text(seed_to_text(out))
 
 
 def run_experiment(
@@ -183,7 +183,7 @@ def run_experiment(
         if resume and ckpt is not None and ckpt.is_file():
             if progress:
                 progress(f"seed {seed} (resumed)", i, len(config.seeds))
-            out = SeedOutput.from_json(_unfinite(json.loads(ckpt.read_text(encoding="utf-8"))))
+            out = seed_from_text(ckpt.read_text(encoding="utf-8"))
         else:
             if progress:
                 progress(f"seed {seed}", i, len(config.seeds))
@@ -195,7 +195,7 @@ def run_experiment(
                     _checkpoint_rest(compute, config.seeds[i + 1:], checkpoint_dir, resume)
                 raise SeedFailure(seed, list(done), list(outputs)) from exc
             if ckpt is not None:
-                atomic_write_json(ckpt, _finite_json(out.to_json()))
+                atomic_write_text(ckpt, seed_to_text(out))
         outputs.append(out)
         done.append(seed)
     if progress:
@@ -212,9 +212,19 @@ def _checkpoint_rest(compute: Callable[[int], SeedOutput], seeds: Sequence[int],
         if resume and ckpt.is_file():
             continue
         try:
-            atomic_write_json(ckpt, _finite_json(compute(seed).to_json()))
+            atomic_write_text(ckpt, seed_to_text(compute(seed)))
         except Exception:  # noqa: BLE001 - best effort; the run is already an error
             continue
+
+
+def seed_to_text(out: SeedOutput) -> str:
+    """One seed's output as NaN-safe JSON text: a checkpoint's or a Ray worker's form."""
+    return json.dumps(_finite_json(out.to_json()), allow_nan=False)
+
+
+def seed_from_text(text: str) -> SeedOutput:
+    """The inverse of :func:`seed_to_text`."""
+    return SeedOutput.from_json(_unfinite(json.loads(text)))
 
 
 def _finite_json(data: Any) -> Any:
