@@ -29,10 +29,11 @@ def test_every_arm_runs_with_equal_env_steps():
         assert 0 <= m["deepest_tier_success"] <= 1 and np.isfinite(m["return"])
         assert len(out["curve"]) == TINY.sessions
     assert len(set(steps.values())) == 1, steps
+    assert "accel" in steps and steps["accel"] == steps["plr_robust"] == steps["ppo"]
     d = run_arm("dicode", TINY, PPO_TINY, seed=0)["diagnostics"]
     assert d["compile_rate"] == 1.0 or d["levels_generated"] == 0
 
 
 def test_unknown_arm():
     with pytest.raises(ValueError, match="unknown arm"):
-        run_arm("accel", TINY, PPO_TINY, seed=0)
+        run_arm("accel_plus", TINY, PPO_TINY, seed=0)

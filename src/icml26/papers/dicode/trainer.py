@@ -18,6 +18,8 @@ Arms (:func:`run_arm`):
 - ``dr``: fresh uniformly random levels from the same spec space every session (no scoring).
 - ``plr`` / ``plr_robust``: prioritised replay over world seeds of the original game (PVL score,
   jaxued-style :class:`LevelSampler`); robust PLR takes no gradient on exploratory sessions.
+- ``accel``: robust PLR whose buffer also grows by small random tile edits of the top replayed
+  worlds (ACCEL, :func:`run_accel_arm`); children are scored on play without gradient.
 - ``ppo``: the original game only.
 
 The completion bonus on success is DiCode's dynamic bonus ``max(k R_orig, b_min)`` with ``R_orig``
@@ -41,10 +43,11 @@ from .archive import (
     try_activate,
 )
 from .generators import Feedback, ProgrammaticDreamer, RandomCodeMutator, random_level, seed_levels
+from .mutators import append_worlds, bank_world, mutate_world
 from .sandbox import compile_levels
 from .world import ACHIEVEMENTS, TIER, Bank, MicroCraftEnv, OriginalLevel, make_bank, obs_dim
 
-ARMS = ("dicode", "random_mutation", "dr", "plr", "plr_robust", "ppo")
+ARMS = ("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel", "ppo")
 TIERS = tuple(sorted(set(TIER.values())))
 
 
@@ -68,6 +71,8 @@ class CurriculumConfig:
     original_train_worlds: int = 512
     plr_replay_prob: float = 0.5
     plr_buffer: int = 64
+    accel_children: int = 8
+    accel_edits: int = 4
     eval_envs: int = 128
     eval_max_steps: int = 300
 
@@ -322,13 +327,33 @@ def run_plr_arm(runner: Runner, robust: bool = False) -> dict:
     draws a new one from the training pool. Worlds are scored by positive value loss (the mean
     positive GAE advantage of the slot while it played the world, per update). Robust PLR
     (PLR-perp) takes no gradient on transitions from new (exploratory) worlds."""
+    return _plr_loop(runner, robust=robust, accel=False)
+
+
+def run_accel_arm(runner: Runner) -> dict:
+    """ACCEL (Parker-Holder et al. 2022): robust PLR over a growing bank of worlds (the original
+    training worlds, then mutated children appended after them). After every session the
+    ``accel_children`` highest-scored worlds among those replayed in the session (by their
+    current buffer score) each get one child with ``accel_edits`` random tile edits
+    (:func:`.mutators.mutate_world`). Children are queued as the next *new* worlds: a reset that
+    does not replay takes the oldest queued child, else a fresh training world. Like any new
+    world, a child is played without gradient (robust PLR), scored by positive value loss and
+    inserted into the buffer (replacing the lowest score if higher). Same env steps as every arm.
+    """
+    return _plr_loop(runner, robust=True, accel=True)
+
+
+def _plr_loop(runner: Runner, robust: bool, accel: bool) -> dict:
     cfg = runner.cfg
     rng = np.random.default_rng([runner.seed, 17])
+    mut_rng = np.random.default_rng([runner.seed, 19])
     sampler = LevelSampler(cfg.plr_buffer, replay_prob=cfg.plr_replay_prob,
                            staleness_coeff=cfg.staleness_coeff, minimum_fill_ratio=0.5)
-    pool = runner.original.n
+    pool = runner.original.n  # fresh worlds come from the original training worlds only
     replayed = np.zeros(cfg.num_envs, bool)
-    counts = {"replays": 0, "resets": 0}
+    counts = {"replays": 0, "resets": 0, "children": 0, "children_played": 0}
+    pending: list[int] = []       # ACCEL: children waiting for their first (scoring) play
+    replayed_now: set[int] = set()  # ACCEL: worlds replayed in the current session
 
     def sampler_fn(idx, r):
         worlds = np.empty(len(idx), np.int64)
@@ -338,6 +363,11 @@ def run_plr_arm(runner: Runner, robust: bool = False) -> dict:
                 worlds[j] = sampler.levels[sampler.sample_replay_levels(rng, 1)[0]]
                 replayed[i] = True
                 counts["replays"] += 1
+                replayed_now.add(int(worlds[j]))
+            elif pending:
+                worlds[j] = pending.pop(0)
+                replayed[i] = False
+                counts["children_played"] += 1
             else:
                 worlds[j] = int(rng.integers(pool))
                 replayed[i] = False
@@ -346,6 +376,7 @@ def run_plr_arm(runner: Runner, robust: bool = False) -> dict:
     for _s in range(runner.cfg.sessions):
         if runner.env is not None:
             runner.env.world_sampler = sampler_fn
+        replayed_now.clear()
         stats = runner.session([], slot_levels=np.zeros(cfg.num_envs, np.int64),
                                world_sampler=sampler_fn,
                                record=(lambda e: replayed.copy()) if robust else None,
@@ -358,8 +389,24 @@ def run_plr_arm(runner: Runner, robust: bool = False) -> dict:
                     sampler.update(hit[0], float(sc))
                 else:
                     sampler.insert(int(w), float(sc))
-    return {"replay_fraction": counts["replays"] / max(counts["resets"], 1),
-            "buffer_size": float(len(sampler))}
+        if accel:
+            score = {int(lv): sc for lv, sc in zip(sampler.levels, sampler.scores, strict=True)}
+            top = sorted((w for w in replayed_now if w in score), key=lambda w: (-score[w], w))
+            parents = top[:cfg.accel_children]
+            children = [mutate_world(bank_world(runner.original, w), mut_rng, cfg.accel_edits)
+                        for w in parents]
+            first = runner.original.n
+            runner.original = append_worlds(runner.original, children)
+            pending.extend(range(first, runner.original.n))
+            counts["children"] += len(children)
+    out = {"replay_fraction": counts["replays"] / max(counts["resets"], 1),
+           "buffer_size": float(len(sampler))}
+    if accel:
+        out.update({"children": float(counts["children"]),
+                    "children_played": float(counts["children_played"]),
+                    "buffer_child_fraction": float(np.mean([lv >= pool for lv in sampler.levels]))
+                    if len(sampler) else 0.0})
+    return out
 
 
 def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generator=None) -> dict:
@@ -375,6 +422,8 @@ def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generato
         diag = run_dr_arm(runner)
     elif arm in ("plr", "plr_robust"):
         diag = run_plr_arm(runner, robust=arm == "plr_robust")
+    elif arm == "accel":
+        diag = run_accel_arm(runner)
     else:
         for _ in range(cfg.sessions):
             runner.session([])
