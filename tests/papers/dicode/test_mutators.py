@@ -16,7 +16,7 @@ from icml26.papers.dicode.mutators import (
     mutate_world,
 )
 from icml26.papers.dicode.trainer import CurriculumConfig, SessionStats, run_accel_arm, run_plr_arm
-from icml26.papers.dicode.world import ITEMS, M, B, WorldState
+from icml26.papers.dicode.world import ITEMS, B, M, WorldState
 
 MUTABLE = {B[b] for b in MUTABLE_BLOCKS}
 
