@@ -71,6 +71,8 @@ class CurriculumConfig:
     original_train_worlds: int = 512
     plr_replay_prob: float = 0.5
     plr_buffer: int = 64
+    # ACCEL: children per session and tile edits per child. Our placeholders (the official
+    # Craftax mutators were not read); the tuned knob is plr_replay_prob, as for PLR.
     accel_children: int = 8
     accel_edits: int = 4
     eval_envs: int = 128
