@@ -14,7 +14,7 @@ Parker-Holder et al. 2022: a baseline the paper's repository ships, ``baselines/
 only).
 
 Where we differ from the paper (scale, documented): MicroCraft (18 achievements, tech-tree depth 6,
-12x12 worlds) instead of Craftax (65 achievements); an MLP instead of GTrXL; ~1e5-1e6 steps instead
+12x12 worlds) instead of Craftax (65 achievements); an MLP instead of GTrXL; ~1e5-6.5e5 steps instead
 of 2e9; sessions of 8 updates instead of 100; the offline programmatic dreamer instead of a
 foundation model (it encodes a designer prior: a positive result shows that closed-loop,
 learnability-gated code curricula can help, not that foundation models are the right designers).
@@ -54,7 +54,7 @@ from .generators import LLMGenerator
 from .trainer import TIERS, CurriculumConfig, run_arm
 
 SCALE = ("laptop-scale: MicroCraft (12x12, 18 achievements, tech-tree depth 6), MLP PPO, "
-         "~1e5 (quick) / ~1e6 (full) env steps, offline programmatic dreamer instead of an FM; "
+         "~1e5 (quick) / ~6.5e5 (full) env steps, offline programmatic dreamer instead of an FM; "
          "the paper: Craftax, GTrXL PPO, 2e9 steps, Qwen3-235B designer")
 BASELINES = ("dr", "plr", "ppo")
 
@@ -108,7 +108,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls) -> Config:
-        return cls(seeds=(0, 1, 2), sessions=60, eval_envs=256, tune_sessions=12,
+        return cls(seeds=(0, 1, 2), sessions=40, eval_envs=256, tune_sessions=8,
                    arms=("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel",
                          "ppo"),
                    active_capacity=32, hidden=128)
