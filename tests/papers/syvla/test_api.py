@@ -97,22 +97,18 @@ def _policy_batch(policy, n=4, seed=0):
     return obs, r
 
 
+@pytest.mark.parametrize("vision", ["objects", "patches"])
 @pytest.mark.parametrize("mode", ["full", "token", "none"])
-def test_id_t_and_ki_gradient_paths(mode):
+def test_id_t_and_ki_gradient_paths(mode, vision):
     torch.manual_seed(0)
-    pol = SyVLAPolicy(d=16, layers=2)
+    pol = SyVLAPolicy(d=16, layers=2, vision=vision)
     obs, r = _policy_batch(pol)
     pol.set_intent_mode(mode)
-    img = torch.as_tensor(obs["image"])
-    instr = pol.vocab.batch(obs["instruction"], 8)
-    text = torch.cat([instr, torch.full((4, 1), pol.vocab.think), r], 1)
-    x = pol.vlm.embed(img, text)
-    x.retain_grad()
-    # context hidden states via the same path as encode: recompute with a leaf we can inspect
     _, c = pol.reasoning_loss_and_intent(obs["image"], obs["instruction"], r)
     loss = pol.action_loss(torch.as_tensor(obs["state"]), c, torch.zeros(4, 4, 3))
     loss.backward()
-    patch_g = pol.vlm.patch.weight.grad
+    # the visual front-end's first layer is a context-only parameter
+    patch_g = (pol.vlm.patch.weight if vision == "patches" else pol.vlm.obj[0].weight).grad
     query_g = pol.vlm.query.grad
     if mode == "full":
         assert patch_g is not None and patch_g.abs().sum() > 0  # action gradient reaches context inputs

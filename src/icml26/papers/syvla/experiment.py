@@ -45,7 +45,7 @@ from .data import make_demo_dataset, make_vl_dataset
 from .env import SPLITS, Tabletop2DEnv
 from .model import REASON_LEN, SyVLAPolicy
 from .rl import SSGRLConfig, SSGRLTrainer
-from .train import evaluate_success, evaluate_vqa, pretrain_vl, sft_vla
+from .train import PRETRAINED_VLM, evaluate_success, evaluate_vqa, load_pretrained_vlm, pretrain_vl, sft_vla
 
 PIN_TOLERANCE = TRAINING_TOLERANCE  # float32 training: pinned smoke metrics compared with a training tolerance
 S1_ARMS = ("naive", "ki", "id_t", "id_p")
@@ -76,13 +76,24 @@ class Config(ExperimentConfig):
     rl_lr: float = 3e-4
     rl_k: int = 1
     grounding: bool = False  # TinyVLM text-to-pixel grounding (see model.PixelGrounding); off: not yet helpful
+    vision: str = "objects"  # visual tokens: "objects" (parameter-free object tokeniser) or "patches" (8x8)
+    pretrained: bool = True  # start from the shipped pretrained VLM (train.PRETRAINED_VLM); else S0 per seed
+    lr_expert: float = 3e-3  # the action expert starts from scratch: its own lr (the VLM keeps lr_s1)
+    fm_repeats: int = 8      # (time, noise) draws per demo chunk in the flow-matching loss
     noninferior_margin: float = 0.03  # "matches ID success": gap >= -max(0.03, 2 s.e.)
 
     BOUNDS = {"n_vl": (100, None), "n_vl_test": (50, None), "n_demo_episodes": (10, None), "d": (8, None),
               "layers": (1, 8), "s0_steps": (1, None), "s1_steps": (1, None), "batch": (2, None),
               "lr_s0": (1e-6, 1.0), "lr_s1": (1e-6, 1.0), "lambda_r": (0.0, None), "lambda_vl": (0.0, None),
               "protect_ratio": (0.0, 1.0), "n_eval": (8, None), "rl_iters": (1, None), "rl_group": (2, 64),
-              "rl_updates": (1, None), "rl_lr": (1e-7, 1.0), "rl_k": (1, 16), "noninferior_margin": (0.0, 1.0)}
+              "rl_updates": (1, None), "rl_lr": (1e-7, 1.0), "rl_k": (1, 16), "noninferior_margin": (0.0, 1.0),
+              "lr_expert": (1e-6, 1.0), "fm_repeats": (1, 64)}
+
+    def extra_checks(self) -> None:
+        if self.vision not in ("objects", "patches"):
+            self.out_of_range("vision", "'objects' or 'patches'")
+        if self.pretrained and (self.d, self.layers, self.vision) != (64, 2, "objects"):
+            self.out_of_range("pretrained", "False unless d=64, layers=2, vision='objects' (the shipped VLM)")
 
     @classmethod
     def smoke(cls):
@@ -92,13 +103,14 @@ class Config(ExperimentConfig):
     @classmethod
     def quick(cls):
         # sized for <= 90 s CPU on an idle machine (3 seeds); the same budget for every arm of a stage
-        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=200, s0_steps=150, s1_steps=40,
+        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=200, s0_steps=150, s1_steps=150,
                    n_eval=64, rl_iters=3)
 
     @classmethod
     def full(cls):
-        return cls(seeds=(0, 1, 2), n_vl=30000, n_vl_test=2000, n_demo_episodes=2000, s0_steps=3000,
-                   s1_steps=3000, n_eval=256, rl_iters=30)
+        # sized for <= 30 min CPU (3 seeds): S1 dominates (4 arms x s1_steps x ~45 ms)
+        return cls(seeds=(0, 1, 2), n_vl=20000, n_vl_test=2000, n_demo_episodes=1000, s0_steps=3000,
+                   s1_steps=1500, n_eval=256, rl_iters=10)
 
 
 def _max_drawdown(curve) -> float:
@@ -114,8 +126,13 @@ def run(config: Config, seed: int) -> SeedOutput:
     vl_test = make_vl_dataset(config.n_vl_test, seed=seed * 3 + 2)
     demo = make_demo_dataset(config.n_demo_episodes, seed=seed * 3 + 3)
     t_data = time.time() - t0
-    base = SyVLAPolicy(d=config.d, layers=config.layers, device=dev, grounding=config.grounding)
-    s0 = pretrain_vl(base, vl, steps=config.s0_steps, batch=config.batch, lr=config.lr_s0, seed=seed)
+    base = SyVLAPolicy(d=config.d, layers=config.layers, device=dev, grounding=config.grounding,
+                       vision=config.vision)
+    if config.pretrained:
+        rep = load_pretrained_vlm(base)
+        s0 = {"pretrained": str(PRETRAINED_VLM.name), "recipe": rep["recipe"]}
+    else:
+        s0 = pretrain_vl(base, vl, steps=config.s0_steps, batch=config.batch, lr=config.lr_s0, seed=seed)
     acc0 = evaluate_vqa(base, vl_test)
     t_s0 = time.time() - t0
     metrics, budgets, s1_models = {}, {"s0": s0}, {}
@@ -124,7 +141,8 @@ def run(config: Config, seed: int) -> SeedOutput:
         torch.manual_seed(seed)
         budgets[arm] = sft_vla(pol, demo, vl, arm, steps=config.s1_steps, batch=config.batch,
                                vl_batch=config.batch // 2, lr=config.lr_s1, lambda_r=config.lambda_r,
-                               lambda_vl=config.lambda_vl, protect_ratio=config.protect_ratio, seed=seed)
+                               lambda_vl=config.lambda_vl, protect_ratio=config.protect_ratio, seed=seed,
+                               lr_expert=config.lr_expert, fm_repeats=config.fm_repeats)
         acc = evaluate_vqa(pol, vl_test)
         out = {"vqa_acc": acc, "vqa_acc0": acc0, "retention": acc / max(acc0, 1e-9)}
         for split in SPLITS:

@@ -39,6 +39,9 @@ TEXT_LEN = 8       # instruction / question tokens (padded)
 REASON_LEN = 7     # reasoning tokens: C S qx qy Z zx zy
 PATCH = 8
 N_PATCH = (IMG // PATCH) ** 2
+N_OBJ_TOKENS = 8   # objects (<= 5) + zones (2) + effector (1)
+OBJ_FEATS = 10     # RGB, mass, centroid (x, y), second moments (xx, yy, xy), third moment of y
+VISION = ("patches", "objects")
 
 
 class Vocab:
@@ -82,6 +85,61 @@ def check_images(images, device=None) -> torch.Tensor:
     return x
 
 
+def object_tokens(images: torch.Tensor, k: int = N_OBJ_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+    """Parameter-free object-centric tokeniser: one token per uniformly coloured region of the image.
+
+    Every distinct colour of an image except its most frequent one (the background) is a region; its token is
+    ``[R, G, B, mass, cx - 0.5, cy - 0.5, var_x, var_y, cov_xy, skew_y]`` in image units (mass as a fraction of
+    the pixels x 10, moments x 100 / x 1000 so that entries are O(1)). The ``k`` largest regions are kept,
+    largest first; missing ones are zero with ``valid`` False. Regions are colour sets, not connected
+    components: in Tabletop2D every object, zone ring and the effector has a colour of its own.
+
+    This stands in for the paper's pretrained (frozen) vision encoder: laptop-scale, it hands the VLM
+    object-level visual tokens, so what the backbone must learn is the word -> visual-feature binding
+    (colours, shapes, synonyms) and reading positions, not pixel-level perception (see README).
+
+    Returns ``feats`` (B, k, OBJ_FEATS) float32 and ``valid`` (B, k) bool.
+    """
+    B, H, W, _ = images.shape
+    dev = images.device
+    q = (images.detach().clamp(0, 1) * 255).round().long()
+    code = (q[..., 0] << 16) | (q[..., 1] << 8) | q[..., 2]
+    key = (torch.arange(B, device=dev)[:, None, None] << 24) | code  # (B, H, W)
+    uniq, inv = torch.unique(key.reshape(-1), return_inverse=True)
+    G = uniq.numel()
+    ys, xs = torch.meshgrid((torch.arange(H, device=dev) + 0.5) / H, (torch.arange(W, device=dev) + 0.5) / W,
+                            indexing="ij")
+    x, y = xs.reshape(-1).repeat(B), ys.reshape(-1).repeat(B)
+    one = torch.ones_like(x, dtype=torch.float64)
+    x, y = x.double(), y.double()
+
+    def total(v):
+        return torch.zeros(G, dtype=torch.float64, device=dev).index_add_(0, inv, v)
+
+    n = total(one)
+    mx, my = total(x) / n, total(y) / n
+    vxx, vyy = total(x * x) / n - mx ** 2, total(y * y) / n - my ** 2
+    vxy = total(x * y) / n - mx * my
+    sy = total(y ** 3) / n - 3 * my * (vyy + my ** 2) + 2 * my ** 3
+    c = uniq & 0xFFFFFF
+    rgb = torch.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], 1).double() / 255
+    f = torch.cat([rgb, torch.stack([n / (H * W) * 10, mx - 0.5, my - 0.5, vxx * 100, vyy * 100, vxy * 100,
+                                     sy * 1000], 1)], 1)
+    img_of = uniq >> 24
+    # by image, then mass descending, ties by colour code (deterministic whatever the batch)
+    order = torch.argsort((img_of * (H * W + 1) + (H * W - n.long())) * (1 << 24) + c)
+    img_sorted = img_of[order]
+    first = torch.searchsorted(img_sorted, img_sorted)  # index of the image's first (largest) region
+    rank = torch.arange(G, device=dev) - first  # 0 = background
+    keep = (rank >= 1) & (rank <= k)
+    feats = torch.zeros(B, k, OBJ_FEATS, device=dev)
+    valid = torch.zeros(B, k, dtype=torch.bool, device=dev)
+    sel = order[keep]
+    feats[img_sorted[keep], rank[keep] - 1] = f[sel].float()
+    valid[img_sorted[keep], rank[keep] - 1] = True
+    return feats, valid
+
+
 _PIX = (torch.stack(torch.meshgrid(torch.arange(IMG), torch.arange(IMG), indexing="xy"), -1).reshape(-1, 2)
         + 0.5) / IMG  # (IMG*IMG, 2) pixel centres (x, y) in [0, 1], row-major like the image
 
@@ -123,11 +181,17 @@ class TinyVLM(nn.Module):
     """Prefix-LM vision-language model: ``[image patches | text | <ans>/<think> + reasoning]``."""
 
     def __init__(self, vocab_size: int, d: int = 64, layers: int = 2, heads: int = 4, n_query: int = 4,
-                 max_len: int = 48, grounding: bool = False) -> None:
+                 max_len: int = 48, grounding: bool = False, vision: str = "objects") -> None:
         super().__init__()
+        if vision not in VISION:
+            raise ValueError(f"vision must be one of {VISION}, got {vision!r}")
         self.cfg = LMConfig(vocab_size=vocab_size, block_size=max_len, n_layer=layers, n_head=heads, n_embd=d)
-        self.d, self.n_query = d, n_query
-        self.patch = nn.Linear(PATCH * PATCH * 3, d)
+        self.d, self.n_query, self.vision = d, n_query, vision
+        self.n_vis = N_PATCH if vision == "patches" else N_OBJ_TOKENS
+        if vision == "patches":
+            self.patch = nn.Linear(PATCH * PATCH * 3, d)
+        else:
+            self.obj = nn.Sequential(nn.Linear(OBJ_FEATS, d), nn.GELU(), nn.Linear(d, d))
         self.ground = PixelGrounding(d) if grounding else None
         self.tok = nn.Embedding(vocab_size, d)
         self.pos = nn.Parameter(torch.randn(max_len, d) * 0.02)
@@ -140,28 +204,32 @@ class TinyVLM(nn.Module):
     def backbone_parameters(self):
         return [p for n, p in self.named_parameters() if not n.startswith("query")]
 
-    def embed(self, images: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+    def embed(self, images: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Input embeddings ``[visual tokens | text]`` (B, n_vis + T, d) and the visual tokens' validity."""
         B = images.shape[0]
-        p = images.reshape(B, IMG // PATCH, PATCH, IMG // PATCH, PATCH, 3).permute(0, 1, 3, 2, 4, 5)
         e = self.tok(text)
         if self.ground is not None:  # instruction / question words only: the right-neighbour input must
             n = min(TEXT_LEN, text.shape[1])  # never reach the (causal) reasoning tokens
             g = self.ground(images, e[:, :n], text[:, :n] != 0)
             e = torch.cat([e[:, :n] + g, e[:, n:]], 1)
-        x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), e], 1)
-        return x + self.pos[: x.shape[1]]
+        if self.vision == "patches":
+            p = images.reshape(B, IMG // PATCH, PATCH, IMG // PATCH, PATCH, 3).permute(0, 1, 3, 2, 4, 5)
+            x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), e], 1)
+            return x + self.pos[: x.shape[1]], torch.ones(B, N_PATCH, dtype=torch.bool, device=x.device)
+        feats, valid = object_tokens(images)  # a set: no position embedding (order is by mass only)
+        v = self.obj(feats) * valid[..., None]
+        return torch.cat([v, e + self.pos[N_PATCH: N_PATCH + e.shape[1]]], 1), valid
 
     def encode(self, images, text, n_prefix_text: int):
-        """Hidden states and per-layer (k, v) of ``[image | text]``; the first ``N_PATCH + n_prefix_text``
+        """Hidden states and per-layer (k, v) of ``[image | text]``; the first ``n_vis + n_prefix_text``
         positions form the bidirectional prefix, the rest is causal; pad keys are masked."""
-        x = self.embed(images, text)
+        x, vis_ok = self.embed(images, text)
         T = x.shape[1]
-        P = N_PATCH + n_prefix_text
+        P = self.n_vis + n_prefix_text
         i = torch.arange(T, device=x.device)
         allowed = (i[None, :] < P) | (i[None, :] <= i[:, None])  # (T, T)
-        keyok = torch.cat([torch.ones(images.shape[0], N_PATCH, dtype=torch.bool, device=x.device),
-                           text != 0], 1)
-        keyok[:, N_PATCH + n_prefix_text - 1:] = True  # <ans>/<think> and later tokens always valid
+        keyok = torch.cat([vis_ok, text != 0], 1)
+        keyok[:, P - 1:] = True  # <ans>/<think> and later tokens always valid
         mask = allowed[None, None] & keyok[:, None, None, :]
         kvs = []
         for blk in self.blocks:
@@ -212,10 +280,12 @@ class SyVLAPolicy(nn.Module):
     """
 
     def __init__(self, d: int = 64, layers: int = 2, n_query: int = 4, flow_steps: int = 10,
-                 intent_mode: str = "full", device: str | torch.device = "cpu", grounding: bool = False) -> None:
+                 intent_mode: str = "full", device: str | torch.device = "cpu", grounding: bool = False,
+                 vision: str = "objects") -> None:
         super().__init__()
         self.vocab = Vocab()
-        self.vlm = TinyVLM(len(self.vocab), d=d, layers=layers, n_query=n_query, grounding=grounding)
+        self.vlm = TinyVLM(len(self.vocab), d=d, layers=layers, n_query=n_query, grounding=grounding,
+                           vision=vision)
         self.expert = FlowActionExpert(3 + n_query * d)
         self.flow_steps = flow_steps
         self.set_intent_mode(intent_mode)
@@ -247,7 +317,7 @@ class SyVLAPolicy(nn.Module):
         img = check_images(images, self.device)
         instr = self.vocab.batch(instructions, TEXT_LEN, self.device)
         h, kvs, keyok = self._context(img, instr, reasoning_ids)
-        P = N_PATCH + TEXT_LEN  # position of <think>
+        P = self.vlm.n_vis + TEXT_LEN  # position of <think>
         logits = self.vlm.logits(h[:, P: P + REASON_LEN])
         ce = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), reasoning_ids.reshape(-1))
         c = self.vlm.intent(kvs, keyok, detach_context=self.intent_mode == "token")
@@ -261,7 +331,7 @@ class SyVLAPolicy(nn.Module):
         img = check_images(images, self.device)
         instr = self.vocab.batch(instructions, TEXT_LEN, self.device)
         r = torch.zeros(img.shape[0], 0, dtype=torch.long, device=self.device)
-        P = N_PATCH + TEXT_LEN
+        P = self.vlm.n_vis + TEXT_LEN
         for i in range(REASON_LEN):
             h, _, _ = self._context(img, instr, r)
             nxt = self.vlm.logits(h[:, P + i]).argmax(-1, keepdim=True)
@@ -284,10 +354,22 @@ class SyVLAPolicy(nn.Module):
     def cond(state, c) -> torch.Tensor:
         return torch.cat([state, c.flatten(1)], 1)
 
-    def action_loss(self, state, c, actions, *, reduction: str = "mean", generator=None) -> torch.Tensor:
-        """Flow-matching loss of action chunks (B, H, 3) given state (B, 3) and intent c."""
-        a = actions.reshape(actions.shape[0], -1)
-        return cfm_loss(self.expert, a, self.cond(state, c), reduction=reduction, generator=generator)
+    def action_loss(self, state, c, actions, *, reduction: str = "mean", generator=None,
+                    repeats: int = 1) -> torch.Tensor:
+        """Flow-matching loss of action chunks (B, H, 3) given state (B, 3) and intent c.
+
+        ``repeats`` R > 1 draws R (time, noise) pairs per chunk and averages them (a per-chunk loss with
+        ``reduction="none"``): the same objective with lower gradient variance, at the cost of R action-expert
+        passes only (the VLM runs once)."""
+        if not isinstance(repeats, int) or repeats < 1:
+            raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+        B = actions.shape[0]
+        a = actions.reshape(B, -1)
+        cond = self.cond(state, c)
+        if repeats > 1:
+            a, cond = a.repeat(repeats, 1), cond.repeat(repeats, 1)
+        per = cfm_loss(self.expert, a, cond, reduction="none", generator=generator).reshape(repeats, B).mean(0)
+        return per.mean() if reduction == "mean" else per
 
     @torch.no_grad()
     def sample_actions(self, state, c, *, noise_scale: float = 1.0, generator=None) -> torch.Tensor:
