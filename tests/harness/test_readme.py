@@ -17,6 +17,7 @@ from icml26.harness.readme import (
     TABLE_END,
     TABLE_START,
     extract_between,
+    markers,
     render_claims_table,
     render_papers_table,
     summarize,
@@ -40,6 +41,50 @@ def test_readme_tables_match_the_checked_in_summary():
         if CLAIMS_START in text:
             assert extract_between(text, CLAIMS_START, CLAIMS_END) == \
                 render_claims_table(summary, slug), slug
+
+
+@pytest.mark.parametrize("profile", ["smoke", "full"])
+def test_other_profiles_tables_match_their_summary(profile):
+    path = ROOT / "docs" / "results" / f"{profile}.json"
+    if not path.is_file():
+        pytest.skip(f"no docs/results/{profile}.json")
+    summary = json.loads(path.read_text())
+    start, end = markers("claims-table", profile)
+    for slug in summary["papers"]:
+        readme = ROOT / "src" / "icml26" / "papers" / slug / "README.md"
+        text = readme.read_text() if readme.is_file() else ""
+        if start in text:
+            assert extract_between(text, start, end) == render_claims_table(summary, slug), slug
+
+
+def test_full_profile_writes_its_own_markers_only(tmp_path):
+    import sys
+
+    from tests.harness import fake_paper as mod
+
+    register(PaperInfo(95, "zz_full", "Fake", "fake full paper", None, None, "zz.api", module=None))
+    sys.modules["icml26.papers.zz_full"] = type(sys)("icml26.papers.zz_full")
+    sys.modules["icml26.papers.zz_full.experiment"] = mod
+    try:
+        run_paper("zz_full", "full", out=tmp_path / "res", seeds=(0,))
+        root = tmp_path / "repo"
+        (root / "src" / "icml26" / "papers" / "zz_full").mkdir(parents=True)
+        (root / "README.md").write_text(f"intro\n{TABLE_START}\nold\n{TABLE_END}\n")
+        fs, fe = markers("claims-table", "full")
+        ps, pe = markers("plots", "full")
+        paper_readme = root / "src" / "icml26" / "papers" / "zz_full" / "README.md"
+        paper_readme.write_text(f"{CLAIMS_START}\nquick\n{CLAIMS_END}\n{fs}\n{fe}\n{ps}\n{pe}\n")
+        path, _ = update_from_results(tmp_path / "res", root, profile="full")
+        assert path.name == "full.json"
+        text = paper_readme.read_text()
+        assert extract_between(text, CLAIMS_START, CLAIMS_END) == "quick"  # the quick table is untouched
+        assert "--profile full" in extract_between(text, fs, fe)
+        assert "(../../../../docs/plots/zz_full/full/curve.png)" in extract_between(text, ps, pe)
+        assert "old" in (root / "README.md").read_text()  # the top-level table is quick's
+    finally:
+        PAPERS.pop("zz_full", None)
+        sys.modules.pop("icml26.papers.zz_full.experiment", None)
+        sys.modules.pop("icml26.papers.zz_full", None)
 
 
 def test_summary_and_tables_from_a_fake_paper(tmp_path, monkeypatch):

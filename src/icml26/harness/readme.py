@@ -12,7 +12,12 @@ summary alone:
 * each paper README's plots, between ``<!-- plots:start -->`` and ``<!-- plots:end -->``: the
   latest result's own plot files, copied to ``docs/plots/<slug>/``.
 
-A test re-renders the tables from the checked-in summary and compares them with the READMEs, so a
+The quick profile is the README's canonical one (the markers above). Another profile (``--profile
+full``) writes ``docs/results/<profile>.json`` and only the paper READMEs that carry that profile's own
+markers, ``<!-- claims-table-<profile>:start/end -->`` and ``<!-- plots-<profile>:start/end -->`` (plots
+copied to ``docs/plots/<slug>/<profile>/``); the top-level table stays the quick one.
+
+A test re-renders the tables from the checked-in summaries and compares them with the READMEs, so a
 table can never drift from the results it was made from.
 """
 
@@ -96,6 +101,15 @@ def render_claims_table(summary: Mapping[str, Any], slug: str) -> str:
     return "\n".join(lines)
 
 
+def markers(kind: str, profile: str = "quick") -> tuple[str, str]:
+    """``(start, end)`` markers of a paper README's ``kind`` ("claims-table" or "plots") section for
+    ``profile``; quick keeps the unsuffixed markers."""
+    if kind not in ("claims-table", "plots"):
+        raise ValueError(f"kind must be 'claims-table' or 'plots', got {kind!r}")
+    name = kind if profile == "quick" else f"{kind}-{profile}"
+    return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+
+
 def _replace_between(text: str, start: str, end: str, body: str) -> str:
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pattern.search(text):
@@ -112,20 +126,22 @@ def write_readmes(summary: Mapping[str, Any], root: str | Path = ".") -> list[Pa
     """Rewrite the README tables under ``root`` from ``summary``; return the files changed."""
     root = Path(root)
     changed = []
-    readme = root / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    new = _replace_between(text, TABLE_START, TABLE_END, render_papers_table(summary))
-    if new != text:
-        atomic_write_text(readme, new)
-        changed.append(readme)
+    if summary["profile"] == "quick":
+        readme = root / "README.md"
+        text = readme.read_text(encoding="utf-8")
+        new = _replace_between(text, TABLE_START, TABLE_END, render_papers_table(summary))
+        if new != text:
+            atomic_write_text(readme, new)
+            changed.append(readme)
+    start, end = markers("claims-table", summary["profile"])
     for slug in summary["papers"]:
         path = root / "src" / "icml26" / "papers" / slug / "README.md"
         if not path.is_file():
             continue
         text = path.read_text(encoding="utf-8")
-        if CLAIMS_START not in text:
+        if start not in text:
             continue
-        new = _replace_between(text, CLAIMS_START, CLAIMS_END, render_claims_table(summary, slug))
+        new = _replace_between(text, start, end, render_claims_table(summary, slug))
         if new != text:
             atomic_write_text(path, new)
             changed.append(path)
@@ -145,9 +161,11 @@ def copy_plots(results_dir: str | Path, root: str | Path = ".", profile: str = "
         if not res.get("plots") or not readme.is_file():
             continue
         text = readme.read_text(encoding="utf-8")
-        if PLOTS_START not in text:
+        start, end = markers("plots", profile)
+        if start not in text:
             continue
-        dest = root / "docs" / "plots" / slug
+        sub = slug if profile == "quick" else f"{slug}/{profile}"
+        dest = root / "docs" / "plots" / sub
         dest.mkdir(parents=True, exist_ok=True)
         lines = [f"Plots of `icml26 run {slug} --profile {profile}` (git "
                  f"{str((res.get('git') or {}).get('commit'))[:10]}), copied by `icml26 report --readme`:", ""]
@@ -156,8 +174,8 @@ def copy_plots(results_dir: str | Path, root: str | Path = ".", profile: str = "
             if src.suffix.lower() not in (".png", ".svg") or not src.is_file():
                 continue
             shutil.copyfile(src, dest / src.name)
-            lines += [f"![{src.stem.replace('_', ' ')}](../../../../docs/plots/{slug}/{src.name})", ""]
-        new = _replace_between(text, PLOTS_START, PLOTS_END, "\n".join(lines).rstrip())
+            lines += [f"![{src.stem.replace('_', ' ')}](../../../../docs/plots/{sub}/{src.name})", ""]
+        new = _replace_between(text, start, end, "\n".join(lines).rstrip())
         if new != text:
             atomic_write_text(readme, new)
             changed.append(readme)
