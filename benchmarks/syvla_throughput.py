@@ -2,6 +2,8 @@
 >= 5k, brief §5.3) with the scripted expert excluded and included, and policy actions/s (think once per
 episode + one VLM intent pass and 10 Euler flow steps per action chunk of 4, batched over 64 envs).
 
+Policy numbers are for the default object tokens; ``patch_tokens`` repeats them with 8x8 patch tokens.
+
 Prints and writes JSON. Usage: ``python benchmarks/syvla_throughput.py [--threads 1] [--out bench.json]``.
 """
 
@@ -43,9 +45,9 @@ def env_steps_per_s(batch: int = 64, steps: int = 400) -> dict:
             "env_plus_expert_steps_per_cpu_s": m / (time.process_time() - c0)}
 
 
-def policy_actions_per_s(batch: int = 64, reps: int = 5) -> dict:
+def policy_actions_per_s(batch: int = 64, reps: int = 5, vision: str = "objects") -> dict:
     torch.manual_seed(0)
-    pol = SyVLAPolicy()
+    pol = SyVLAPolicy(vision=vision)
     env = Tabletop2DEnv(batch, "id", 0)
     obs, _ = env.reset()
     r = pol.think(obs["image"], obs["instruction"])
@@ -67,7 +69,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    res = {"threads": args.threads, **env_steps_per_s(), **policy_actions_per_s()}
+    res = {"threads": args.threads, **env_steps_per_s(), **policy_actions_per_s(),
+           "patch_tokens": policy_actions_per_s(vision="patches")}  # the original 8x8 patch tokeniser
     print(json.dumps(res, indent=2))
     if args.out:
         with open(args.out, "w") as f:
