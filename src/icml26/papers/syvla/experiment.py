@@ -50,7 +50,14 @@ from .data import make_demo_dataset, make_vl_dataset
 from .env import SPLITS, Tabletop2DEnv
 from .model import REASON_LEN, SyVLAPolicy
 from .rl import SSGRLConfig, SSGRLTrainer
-from .train import PRETRAINED_VLM, evaluate_success, evaluate_vqa, load_pretrained_vlm, pretrain_vl, sft_vla
+from .train import (
+    PRETRAINED_VLM,
+    evaluate_success,
+    evaluate_vqa,
+    load_pretrained_vlm,
+    pretrain_vl,
+    sft_vla,
+)
 
 PIN_TOLERANCE = TRAINING_TOLERANCE  # float32 training: pinned smoke metrics compared with a training tolerance
 S1_ARMS = ("naive", "ki", "id_t", "id_p")
