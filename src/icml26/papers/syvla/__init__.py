@@ -11,7 +11,7 @@ from .decoupling import (
     token_grad_mask,
 )
 from .env import SPLITS, ScriptedExpert, Tabletop2DEnv, reasoning_string, sample_scene
-from .model import FlowActionExpert, PixelGrounding, SyVLAPolicy, TinyVLM, Vocab
+from .model import FlowActionExpert, PixelGrounding, SyVLAPolicy, TinyVLM, Vocab, object_tokens
 from .rl import (
     EXPERT_ADVANTAGE,
     SimilarSampleBuffer,
@@ -22,13 +22,21 @@ from .rl import (
     group_advantages,
     rollout,
 )
-from .train import evaluate_success, evaluate_vqa, pretrain_vl, sft_vla
+from .train import (
+    PRETRAINED_VLM,
+    evaluate_success,
+    evaluate_vqa,
+    load_pretrained_vlm,
+    make_pretrained_vlm,
+    pretrain_vl,
+    sft_vla,
+)
 
 __all__ = [
-    "EXPERT_ADVANTAGE", "SPLITS", "DemoData", "FlowActionExpert", "PixelGrounding", "IntentionDecoupler", "SSGRLConfig",
+    "EXPERT_ADVANTAGE", "PRETRAINED_VLM", "SPLITS", "DemoData", "FlowActionExpert", "PixelGrounding", "IntentionDecoupler", "SSGRLConfig",
     "SSGRLTrainer", "ScriptedExpert", "SimilarSampleBuffer", "SyVLAPolicy", "Tabletop2DEnv", "TinyVLM",
     "VQAData", "Vocab", "advantage_weighted_fm_loss", "advantage_weights", "evaluate_success", "evaluate_vqa",
-    "group_advantages", "importance_update", "make_demo_dataset", "make_vl_dataset", "masked_combine",
-    "pretrain_vl", "protect_masks", "reasoning_string", "rollout", "sample_scene", "sft_vla",
+    "group_advantages", "importance_update", "load_pretrained_vlm", "make_demo_dataset", "make_pretrained_vlm", "make_vl_dataset", "masked_combine",
+    "object_tokens", "pretrain_vl", "protect_masks", "reasoning_string", "rollout", "sample_scene", "sft_vla",
     "token_grad_mask", "vqa_for_scene",
 ]
