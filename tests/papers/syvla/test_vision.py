@@ -80,6 +80,8 @@ def test_fm_repeats_average_repeated_draws():
         pytest.approx(float(ref.mean()), abs=1e-6)
     with pytest.raises(ValueError, match="repeats"):
         pol.action_loss(state, c, acts, repeats=0)
+    with pytest.raises(ValueError, match="reduction"):
+        pol.action_loss(state, c, acts, reduction="sum")
 
 
 def test_shipped_vlm_answers_above_the_prior():
@@ -105,6 +107,15 @@ def test_shipped_vlm_refuses_another_architecture():
         load_pretrained_vlm(SyVLAPolicy(d=32))
     with pytest.raises(ValueError, match="pretrained VLM"):
         load_pretrained_vlm(SyVLAPolicy(vision="patches"))
+    with pytest.raises(ValueError, match="does not fit"):
+        load_pretrained_vlm(SyVLAPolicy(grounding=True))
+    with pytest.raises(ValueError, match="does not fit"):
+        load_pretrained_vlm(SyVLAPolicy(n_query=2))
+    from icml26.harness.config import ConfigError
+    from icml26.papers.syvla.experiment import Config
+    with pytest.raises(ConfigError, match="pretrained"):
+        Config(grounding=True)
+    Config(grounding=True, pretrained=False)
     assert PRETRAINED_VLM.exists()
 
 

@@ -104,8 +104,9 @@ class Config(ExperimentConfig):
     def extra_checks(self) -> None:
         if self.vision not in ("objects", "patches"):
             self.out_of_range("vision", "'objects' or 'patches'")
-        if self.pretrained and (self.d, self.layers, self.vision) != (64, 2, "objects"):
-            self.out_of_range("pretrained", "False unless d=64, layers=2, vision='objects' (the shipped VLM)")
+        if self.pretrained and ((self.d, self.layers, self.vision) != (64, 2, "objects") or self.grounding):
+            self.out_of_range("pretrained", "False unless d=64, layers=2, vision='objects', grounding=False "
+                                            "(the shipped VLM)")
 
     @classmethod
     def smoke(cls):

@@ -363,6 +363,8 @@ class SyVLAPolicy(nn.Module):
         passes only (the VLM runs once)."""
         if not isinstance(repeats, int) or repeats < 1:
             raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+        if reduction not in ("mean", "none"):
+            raise ValueError(f"reduction must be 'mean' or 'none', got {reduction!r}")
         B = actions.shape[0]
         a = actions.reshape(B, -1)
         cond = self.cond(state, c)

@@ -84,6 +84,12 @@ def load_pretrained_vlm(policy: SyVLAPolicy, path: str | Path = PRETRAINED_VLM) 
     want = {k: r[k] for k in got}
     if got != want:
         raise ValueError(f"the pretrained VLM at {path} is {want}; this policy's VLM is {got}")
+    mine = {k: tuple(v.shape) for k, v in policy.vlm.state_dict().items()}
+    theirs = {k: tuple(v.shape) for k, v in blob["vlm"].items()}
+    if mine != theirs:
+        diff = sorted(set(mine.items()) ^ set(theirs.items()))[:4]
+        raise ValueError(f"the pretrained VLM at {path} does not fit this policy's VLM (e.g. grounding or "
+                         f"n_query differ): mismatched entries {diff}")
     policy.vlm.load_state_dict(blob["vlm"])
     return blob["report"]
 
