@@ -2,17 +2,23 @@
 
 from .claims import (
     INCONCLUSIVE,
+    NOT_CONSISTENT,
     NOT_REPRODUCED,
+    NUMERICALLY_CONSISTENT,
     REPRODUCED,
     Claim,
     ClaimArms,
     Decision,
     Regime,
+    SubstrateCheck,
     all_of,
+    exact,
     mean_se,
+    noninferior,
     paired_claim,
     paired_improvement,
     per_regime,
+    superior,
     threshold_rule,
 )
 from .config import BUDGET_S, PROFILES, ConfigError, ExperimentConfig
@@ -23,7 +29,8 @@ from .seeding import seed_everything, torch_generator
 from .tuning import Tuned, TuningSpec, tune, tune_arms
 
 __all__ = [
-    "BUDGET_S", "INCONCLUSIVE", "NOT_REPRODUCED", "PAPERS", "PROFILES", "REPRODUCED", "Claim",
+    "BUDGET_S", "INCONCLUSIVE", "NOT_CONSISTENT", "NOT_REPRODUCED", "NUMERICALLY_CONSISTENT",
+    "PAPERS", "SubstrateCheck", "exact", "noninferior", "superior", "PROFILES", "REPRODUCED", "Claim",
     "ClaimArms", "ConfigError", "Decision", "ExperimentConfig", "PaperInfo", "Regime",
     "SeedOutput", "Tuned", "TuningSpec", "UnknownPaperError", "all_of", "assert_pinned",
     "get_paper", "implemented_papers", "mean_se", "paired_claim", "paired_improvement", "per_regime",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .registry import PAPERS
-from .report import _cell, collect_latest, control_flag
+from .report import _cell, collect_latest, control_flag, detectability_cell, verdict_text
 from .result import atomic_write_json, atomic_write_text
 
 TABLE_START, TABLE_END = "<!-- papers-table:start -->", "<!-- papers-table:end -->"
@@ -48,11 +48,19 @@ def summarize(results_dir: str | Path, profile: str = "quick") -> dict[str, Any]
             "seeds": res["seeds"], "runtime_s": round(float(res["runtime_s"]), 1),
             "git": (res.get("git") or {}).get("commit"), "started_at": res.get("started_at"),
             "claims": [{"id": c["id"], "verdict": c["verdict"], "ours": c.get("ours", ""),
+                        "verdict_marks": verdict_text(c)[len(c["verdict"]):],
                         "control_arm": c["negative_control"].get("arm", ""),
                         "control_verdict": c["negative_control"]["verdict"],
                         "control_flag": control_flag(c),
+                        "detectability": c.get("detectability"),
+                        "gates": c.get("gates", []),
+                        "stability": [[s["knob"], s["setting"], s["verdict"]]
+                                      for s in c.get("stability", [])],
+                        "unstable": c.get("unstable", []),
                         "regimes": [[r["condition"], r["verdict"]] for r in c.get("regimes", [])]}
                        for c in res["claims"]],
+            "substrate": [{"name": g["name"], "rule": g["rule"], "value": g["value"],
+                           "passed": g["passed"]} for g in res.get("substrate", [])],
         }
     return {"profile": profile, "papers": papers}
 
@@ -61,7 +69,8 @@ def _counts(claims: list[Mapping[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for c in claims:
         counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
-    order = ("reproduced", "not reproduced", "inconclusive")
+    order = ("reproduced", "numerically consistent", "not reproduced", "not consistent",
+             "inconclusive")
     text = ", ".join(f"{counts[v]} {v}" for v in order if v in counts)
     weak = sum(c["control_flag"].startswith("POWERLESS") for c in claims)
     return text + (f" ({weak} with a POWERLESS control)" if weak else "")
@@ -92,12 +101,20 @@ def render_claims_table(summary: Mapping[str, Any], slug: str) -> str:
     row = summary["papers"][slug]
     lines = [f"Measured by `icml26 run {slug} --profile {summary['profile']}` (seeds "
              f"{row['seeds']}, {row['runtime_s']:.0f} s, git {str(row['git'])[:10]}):", "",
-             "| claim | verdict | ours | control arm | control |", "|---|---|---|---|---|"]
+             "| claim | verdict | ours | control arm | control | detectability | stability |",
+             "|---|---|---|---|---|---|---|"]
     for c in row["claims"]:
-        lines.append(f"| {_cell(c['id'])} | {c['verdict']} | {_cell(c['ours'])} | "
-                     f"{_cell(c['control_arm'])} | {c['control_verdict']} ({_cell(c['control_flag'])}) |")
+        stab = "; ".join(f"{k}={v}: {w}" for k, v, w in c.get("stability", [])) or "not swept"
+        lines.append(f"| {_cell(c['id'])} | {c['verdict']}{_cell(c.get('verdict_marks', ''))} | "
+                     f"{_cell(c['ours'])} | {_cell(c['control_arm'])} | {c['control_verdict']} "
+                     f"({_cell(c['control_flag'])}) | {_cell(detectability_cell(c))} | {_cell(stab)} |")
         for cond, verdict in c["regimes"]:
-            lines.append(f"| ↳ {_cell(cond)} | {verdict} | | | |")
+            lines.append(f"| ↳ {_cell(cond)} | {verdict} | | | | | |")
+    gates = row.get("substrate") or []
+    if gates:
+        lines += ["", "Substrate gates: " + "; ".join(
+            f"{g['name']} ({g['rule']}): {'passed' if g['passed'] else 'FAILED'}, measured "
+            f"{'n/a' if g['value'] is None else format(g['value'], '.3g')}" for g in gates)]
     return "\n".join(lines)
 
 

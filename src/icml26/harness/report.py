@@ -13,7 +13,56 @@ from .registry import PAPERS
 from .result import SchemaError, atomic_write_text, validate_result
 
 _BADGE = {"reproduced": "✅ reproduced", "not reproduced": "❌ not reproduced",
-          "inconclusive": "➖ inconclusive"}
+          "inconclusive": "➖ inconclusive", "numerically consistent": "✅ numerically consistent",
+          "not consistent": "❌ not consistent"}
+
+
+def _num(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def detectability_cell(claim: Mapping[str, Any]) -> str:
+    """``effect E, mde M`` (+ the positive control's verdict), or what is missing."""
+    det = claim.get("detectability")
+    if not det:
+        return "not declared"
+    text = f"effect {_num(det.get('effect'))}, mde {_num(det.get('mde'))}"
+    if det.get("mde") is None and det.get("mde_note"):
+        text += f" ({det['mde_note']})"
+    pc = det.get("positive_control")
+    if pc:
+        text += f"; positive control `{pc['arm']}`: {pc['verdict']}"
+    return text
+
+
+def verdict_text(claim: Mapping[str, Any]) -> str:
+    """The verdict with its marks: why it is inconclusive, beyond the control, unstable knobs."""
+    v = claim["verdict"]
+    if claim.get("inconclusive_reason") and v == "inconclusive":
+        v += f" ({claim['inconclusive_reason'].split(':')[0]})"
+    if claim.get("beyond_control"):
+        v += " (beyond control)"
+    if claim.get("unstable"):
+        v += f", unstable ({', '.join(claim['unstable'])})"
+    return v
+
+
+def stability_cell(claim: Mapping[str, Any]) -> str:
+    """``knob=a: v; knob=b: v`` over the swept protocol knobs, or ``not swept``."""
+    st = claim.get("stability")
+    if not st:
+        return "not swept"
+    return "; ".join(f"{s['knob']}={s['setting']}: {s['verdict']}" for s in st)
+
+
+def gates_markdown(result: Mapping[str, Any]) -> list[str]:
+    gates = result.get("substrate") or []
+    if not gates:
+        return []
+    lines = ["Substrate gates:", "", "| gate | rule | measured | passed |", "|---|---|---|---|"]
+    lines += [f"| {_cell(g['name'])} | {_cell(g['rule'])} | {_num(g['value'])} | "
+              f"{'yes' if g['passed'] else '**no**'} |" for g in gates]
+    return [*lines, ""]
 
 
 def _cell(text: Any) -> str:
@@ -83,15 +132,18 @@ def result_markdown(result: Mapping[str, Any]) -> str:
     if result["status"] == "error":
         lines += ["```", str(result.get("error", "")).rstrip(), "```", ""]
     if result["claims"]:
-        lines += ["| claim | paper | ours | rule | verdict | negative control | tuning |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["| claim | paper | ours | rule | verdict | negative control | detectability | "
+                  "gates | stability | tuning |", "|---|---|---|---|---|---|---|---|---|---|"]
         for c in result["claims"]:
             lines.append(f"| {_cell(c['id'])}: {_cell(c['statement'])} | {_cell(c['paper_value'])} | "
                          f"{_cell(c.get('ours', ''))} | {_cell(c['rule'])} | "
-                         f"{_BADGE.get(c['verdict'], c['verdict'])} | "
+                         f"{_cell(_BADGE.get(c['verdict'], '') or c['verdict'])} "
+                         f"{_cell(verdict_text(c)[len(c['verdict']):])} | "
                          f"{_cell(c['negative_control']['description'])}: {_cell(_control(c))} | "
-                         f"{_cell(tuning_cell(result, c))} |")
+                         f"{_cell(detectability_cell(c))} | {_cell(', '.join(c.get('gates', [])) or '—')} | "
+                         f"{_cell(stability_cell(c))} | {_cell(tuning_cell(result, c))} |")
         lines.append("")
+        lines += gates_markdown(result)
         for c in result["claims"]:
             lines += regimes_markdown(c)
     if result["metrics"]:
@@ -148,8 +200,12 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
           "is identical to another arm or passes the rule itself, so that claim's check could "
           "not fail; a control that *explains* the effect turns the verdict into not reproduced.",
           "",
-          "| # | paper | claim | paper's figure | ours | verdict | negative control | tuning | scale | profile | runtime |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "A verdict is evidence only if the protocol could have come out either way: a claim whose "
+          "minimum detectable effect (mde) exceeds the effect it is about, whose substrate gate "
+          "failed, or whose s.e.-rule ran on fewer than 3 seeds is inconclusive, with the reason.",
+          "",
+          "| # | paper | claim | paper's figure | ours | verdict | negative control | detectability | stability | tuning | scale | profile | runtime |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     sections: list[str] = []
     for info in PAPERS.values():
         err = errors.get(info.slug)
@@ -159,7 +215,7 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
             status = "not implemented" if not info.implemented else "not run"
             if newer_error:
                 status = "⚠️ error (no completed run)"
-            cells = [info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—", "—"]
+            cells = [info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—", "—", "—", "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
             continue
         path, res = latest[info.slug]
@@ -168,12 +224,15 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
         if newer_error:
             erel = _rel(err[0], results_dir)
             cells = [info.number, info.slug, "—", "—", f"a newer run raised: `{erel}`",
-                     "⚠️ error (last completed run below)", "—", "—", "—", err[1]["profile"], "—"]
+                     "⚠️ error (last completed run below)", "—", "—", "—", "—", "—",
+                     err[1]["profile"], "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         for c in res["claims"]:
             cells = [info.number, info.slug, f"{c['id']}: {c['statement']}", c["paper_value"],
-                     c.get("ours", ""), _BADGE.get(c["verdict"], c["verdict"]),
+                     c.get("ours", ""),
+                     (_BADGE.get(c["verdict"], "") or c["verdict"]) + verdict_text(c)[len(c["verdict"]):],
                      f"{c['negative_control']['description']}: {_control(c)}",
+                     detectability_cell(c), stability_cell(c),
                      tuning_cell(res, c), c.get("scale", ""), res["profile"], runtime]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         section = [f"## {info.number}. {info.slug} — {info.title}", "",
@@ -181,6 +240,7 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
         if newer_error:
             section += [f"A newer run raised (`{_rel(err[0], results_dir)}`); the table shows "
                         "the last completed run.", ""]
+        section += gates_markdown(res)
         for c in res["claims"]:
             section += regimes_markdown(c)
         section += [f"![{p}]({rel}/{p})" for p in res.get("plots", [])]
@@ -198,7 +258,9 @@ def _html_row(cells: list[Any], cls: str = "") -> str:
     return f"<tr{attr}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>"
 
 
-_VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "no", "inconclusive": "mid"}
+_VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "no", "inconclusive": "mid",
+                  "numerically consistent": "ok", "not consistent": "no"}
+_AS_RULE = {"numerically consistent": "reproduced", "not consistent": "not reproduced"}
 
 
 def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
@@ -212,7 +274,7 @@ def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
             continue
         segs = []
         for verdict in ("reproduced", "inconclusive", "not reproduced"):
-            n = sum(c["verdict"] == verdict for c in claims)
+            n = sum(_AS_RULE.get(c["verdict"], c["verdict"]) == verdict for c in claims)
             if n:
                 segs.append(f'<span class="seg {_VERDICT_CLASS[verdict]}" style="flex:{n}" '
                             f'title="{n} {verdict}">{n}</span>')
@@ -230,7 +292,8 @@ def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: P
                    newer_error: Path | None) -> str:
     rel = _rel(path.parent, results_dir)
     head = ("<th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th><th>rule</th>"
-            "<th>negative control</th><th>tuning</th><th>scale</th>")
+            "<th>negative control</th><th>detectability</th><th>stability</th><th>tuning</th>"
+            "<th>scale</th>")
     rows = []
     for c in res["claims"]:
         flag = control_flag(c)
@@ -239,10 +302,12 @@ def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: P
         rows.append(f'<tr class="claim {cls}" data-claim="{html.escape(c["id"])}">'
                     f"<td><b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}</td>"
                     f"<td>{html.escape(c['paper_value'])}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                    f'<td class="verdict">{html.escape(c["verdict"])}</td>'
+                    f'<td class="verdict">{html.escape(verdict_text(c))}</td>'
                     f"<td>{html.escape(c['rule'])}</td>"
                     f"<td>{html.escape(c['negative_control']['description'])}: "
                     f'<span class="cflag">{html.escape(_control(c))}</span></td>'
+                    f'<td class="detect">{html.escape(detectability_cell(c))}</td>'
+                    f"<td>{html.escape(stability_cell(c))}</td>"
                     f"<td>{html.escape(tuning_cell(res, c))}</td><td>{html.escape(c.get('scale', ''))}</td></tr>")
     regimes = []
     for c in res["claims"]:
@@ -253,6 +318,13 @@ def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: P
             regimes.append(f'<h4>{html.escape(c["id"])} per regime</h4><table class="regimes">'
                            f"<thead><tr><th>condition</th><th>verdict</th><th>ours</th></tr></thead>"
                            f"<tbody>{body}</tbody></table>")
+    gate_rows = "".join(_html_row([g["name"], g["rule"], _num(g["value"]),
+                                   "yes" if g["passed"] else "no"], "ok" if g["passed"] else "no")
+                        for g in res.get("substrate") or [])
+    if gate_rows:
+        regimes.insert(0, '<h4>substrate gates</h4><table class="gates"><thead><tr><th>gate</th>'
+                       f"<th>rule</th><th>measured</th><th>passed</th></tr></thead><tbody>{gate_rows}"
+                       "</tbody></table>")
     figs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(p)}">'
                    f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
     err = ""

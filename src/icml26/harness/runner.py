@@ -41,7 +41,7 @@ from typing import Any
 
 from ..core.llm.usage import track_usage
 from ._json import to_jsonable
-from .claims import INCONCLUSIVE, check_claims, judge
+from .claims import INCONCLUSIVE, check_claims, judge, measure_gates
 from .config import ConfigError, ExperimentConfig, parse_assignments
 from .registry import get_paper
 from .result import (
@@ -275,8 +275,12 @@ def run_paper(
     progress: Progress | None = None,
     resume: bool = False,
     seed_executor: Callable[..., tuple[dict, list[SeedOutput], list[int]]] | None = None,
+    stability: bool | None = None,
 ) -> dict[str, Any]:
     """Run one paper and write its result file; return the result dict.
+
+    ``stability`` (default: on for the ``full`` profile) re-judges every claim at each setting of
+    the paper's ``PROTOCOL_KNOBS`` (:func:`sweep_knobs`).
 
     ``seed_executor`` (default :func:`run_experiment`, in process) runs the seeds; the Ray
     executor passes one that gathers remote seed jobs. Judging and writing are the same for both.
@@ -313,7 +317,9 @@ def run_paper(
             result["partial"] = True
             metrics = aggregate(outputs)
         result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
-        _fill_measurements(result, experiment, config, metrics, outputs, outdir)
+        _fill_measurements(result, experiment, config, metrics, outputs, outdir,
+                           stability=(config.profile == "full") if stability is None else stability,
+                           progress=progress)
     except Exception:
         # judging or plotting raised: keep the measured metrics of the completed seeds
         result["status"] = "error"
@@ -337,9 +343,65 @@ def run_paper(
     return result
 
 
+def judge_all(experiment: Any, metrics: Mapping[str, Mapping[str, list[float]]],
+              config: ExperimentConfig, result: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Measure the paper's substrate gates (``SUBSTRATE``) and judge every claim with them; the
+    gates go to ``result["substrate"]`` when a result is given."""
+    gates = measure_gates(getattr(experiment, "SUBSTRATE", ()), metrics, config)
+    if result is not None:
+        result["substrate"] = gates
+    return [judge(c, metrics, config, gates) for c in experiment.CLAIMS]
+
+
+def protocol_knobs(experiment: Any, config: ExperimentConfig) -> dict[str, tuple[Any, ...]]:
+    """The paper's ``PROTOCOL_KNOBS`` (``{config field: settings}``), checked against its Config:
+    the protocol settings its verdicts could depend on (CLAIMS.md rule 9)."""
+    knobs = dict(getattr(experiment, "PROTOCOL_KNOBS", {}) or {})
+    for name, settings in knobs.items():
+        if not type(config).declares(name):
+            raise ConfigError(f"PROTOCOL_KNOBS names {name!r}, which {type(config).__name__} lacks")
+        if isinstance(settings, str) or len(tuple(settings)) < 2:
+            raise ConfigError(f"PROTOCOL_KNOBS[{name!r}] needs >= 2 settings, got {settings!r}")
+    return {k: tuple(v) for k, v in knobs.items()}
+
+
+def sweep_knobs(experiment: Any, config: ExperimentConfig, result: dict[str, Any], *,
+                progress: Progress | None = None) -> None:
+    """Verdict stability (CLAIMS.md rule 9): re-run every seed at each other setting of each
+    protocol knob (every arm at the same setting), re-judge every claim and record
+    ``stability: [{knob, setting, verdict}]`` per claim (the run's own setting included) and
+    ``unstable: [knob, ...]`` where the verdict changes."""
+    knobs = protocol_knobs(experiment, config)
+    by_id = {c["id"]: c for c in result["claims"]}
+    for c in by_id.values():
+        c["stability"], c["unstable"] = [], []
+    for knob, settings in knobs.items():
+        here = getattr(config, knob)
+        for c in by_id.values():
+            c["stability"].append({"knob": knob, "setting": to_jsonable(here),
+                                   "verdict": c["verdict"], "own": True})
+        for setting in settings:
+            if setting == here:
+                continue
+            varied = dataclasses.replace(config, **{knob: setting})
+            if progress:
+                progress(f"stability: {knob}={setting}", 0, len(config.seeds))
+            metrics, _, _ = run_experiment(experiment, varied)
+            for entry in judge_all(experiment, metrics, varied):
+                c = by_id[entry["id"]]
+                c["stability"].append({"knob": knob, "setting": to_jsonable(setting),
+                                       "verdict": entry["verdict"], "own": False})
+        for c in by_id.values():
+            verdicts = {s["verdict"] for s in c["stability"] if s["knob"] == knob}
+            if len(verdicts) > 1:
+                c["unstable"].append(knob)
+    result["knobs"] = {k: [to_jsonable(v) for v in vs] for k, vs in knobs.items()}
+
+
 def _fill_measurements(result: dict[str, Any], experiment: Any, config: ExperimentConfig,
                        metrics: Mapping[str, Mapping[str, list[float]]],
-                       outputs: Sequence[SeedOutput], outdir: Path) -> None:
+                       outputs: Sequence[SeedOutput], outdir: Path, *,
+                       stability: bool = False, progress: Progress | None = None) -> None:
     """Metrics, extras, tuning, judged claims and plots of the completed seeds into ``result``."""
     result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
                          for a, ms in metrics.items()}
@@ -348,7 +410,9 @@ def _fill_measurements(result: dict[str, Any], experiment: Any, config: Experime
     if not outputs:
         return
     check_claims(experiment.CLAIMS, set(metrics))
-    result["claims"] = [judge(c, metrics, config) for c in experiment.CLAIMS]
+    result["claims"] = judge_all(experiment, metrics, config, result)
+    if stability and not result.get("partial"):
+        sweep_knobs(experiment, config, result, progress=progress)
     if result.get("partial"):
         # a crashed run is not evidence: its seeds are judged and shown, never called reproduced
         for c in result["claims"]:
