@@ -264,7 +264,15 @@ def _grpo_update(agent: Agent, optimizer: torch.optim.Optimizer, gen, rewards: t
     if cfg.max_grad_norm:
         torch.nn.utils.clip_grad_norm_(agent.model.parameters(), cfg.max_grad_norm)
     optimizer.step()
-    return {"loss": float(loss.detach()), "reward": float(rewards.mean()), "clip_ratio": m["clip_ratio"]}
+    return {"loss": float(loss.detach()), "reward": float(rewards.mean()), "clip_ratio": m["clip_ratio"],
+            "zero_adv_share": zero_advantage_share(rewards, G)}
+
+
+def zero_advantage_share(rewards: torch.Tensor, G: int) -> float:
+    """Share of the step's groups of ``G`` whose rewards are all equal: their group advantages are
+    zero, so they contribute no gradient (a collapsed policy's groups tie and the step does nothing)."""
+    r = rewards.detach().reshape(-1, G)
+    return float((r.max(dim=1).values == r.min(dim=1).values).float().mean())
 
 
 def execute_completion(language: IntentLanguage, completion: str, seed: Seed) -> tuple[str, tuple[str, ...] | None]:
