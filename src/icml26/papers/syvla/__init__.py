@@ -24,6 +24,7 @@ from .rl import (
 )
 from .train import (
     PRETRAINED_VLM,
+    UniformRandomPolicy,
     evaluate_success,
     evaluate_vqa,
     load_pretrained_vlm,
@@ -35,6 +36,7 @@ from .train import (
 __all__ = [
     "EXPERT_ADVANTAGE", "PRETRAINED_VLM", "SPLITS", "DemoData", "FlowActionExpert", "PixelGrounding", "IntentionDecoupler", "SSGRLConfig",
     "SSGRLTrainer", "ScriptedExpert", "SimilarSampleBuffer", "SyVLAPolicy", "Tabletop2DEnv", "TinyVLM",
+    "UniformRandomPolicy",
     "VQAData", "Vocab", "advantage_weighted_fm_loss", "advantage_weights", "evaluate_success", "evaluate_vqa",
     "group_advantages", "importance_update", "load_pretrained_vlm", "make_demo_dataset", "make_pretrained_vlm", "make_vl_dataset", "masked_combine",
     "object_tokens", "pretrain_vl", "protect_masks", "reasoning_string", "rollout", "sample_scene", "sft_vla",

@@ -9,7 +9,7 @@ import torch
 
 from .data import DemoData, VQAData, make_vl_dataset
 from .decoupling import IntentionDecoupler
-from .env import Tabletop2DEnv
+from .env import CHUNK, Tabletop2DEnv
 from .model import REASON_LEN, SyVLAPolicy
 from .rl import rollout
 
@@ -144,6 +144,23 @@ def evaluate_vqa(policy: SyVLAPolicy, vl: VQAData, batch: int = 256) -> float:
         pred = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx]).argmax(-1)
         correct += int((pred == _answer_ids(policy, [vl.answer[i] for i in idx])).sum())
     return correct / len(vl)
+
+
+class UniformRandomPolicy:
+    """The task-blind reference of the substrate gates: every action drawn uniformly from the action box
+    [-1, 1]^3 (gripper closed when the third coordinate is > 0), one chunk of ``CHUNK`` steps at a time. It
+    has the policy interface :func:`rl.rollout` calls (``think``, ``act``), so
+    ``evaluate_success(UniformRandomPolicy(), split, n, seed=s)`` scores it on the same evaluation episodes
+    as a trained policy."""
+
+    def think(self, images, instructions) -> torch.Tensor:
+        return torch.zeros(len(instructions), REASON_LEN, dtype=torch.long)
+
+    def act(self, obs: dict, reasoning_ids: torch.Tensor | None = None, *, noise_scale: float = 1.0,
+            generator=None, return_intent: bool = False):
+        b = len(obs["instruction"])
+        a = torch.rand(b, CHUNK, 3, generator=generator) * 2.0 - 1.0
+        return (a, torch.zeros(b, 1, 1), reasoning_ids) if return_intent else a
 
 
 @torch.no_grad()
