@@ -21,8 +21,22 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 _CHECK = """<script>window.addEventListener('load', () => {
   const broken = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).length;
-  document.body.setAttribute('data-images', document.images.length);
-  document.body.setAttribute('data-broken', broken);
+  const b = document.body;
+  b.setAttribute('data-images', document.images.length);
+  b.setAttribute('data-broken', broken);
+  b.setAttribute('data-width', window.innerWidth);
+  // every claim's verdict inside the viewport, without horizontal scrolling
+  const w = document.documentElement.clientWidth;
+  const off = [...document.querySelectorAll('article.card .verdict')]
+    .filter(v => { const r = v.getBoundingClientRect(); return r.left < 0 || r.right > w; }).length;
+  b.setAttribute('data-verdicts', document.querySelectorAll('article.card .verdict').length);
+  b.setAttribute('data-verdicts-off', off);
+  b.setAttribute('data-hscroll', document.documentElement.scrollWidth > w ? 1 : 0);
+  // every internal link resolves
+  const links = [...document.querySelectorAll('a[href^="#"]')];
+  const dead = links.filter(a => !document.getElementById(a.getAttribute('href').slice(1)));
+  b.setAttribute('data-links', links.length);
+  b.setAttribute('data-dead-links', dead.map(a => a.getAttribute('href')).join(' ') || 'none');
 });</script>"""
 
 
@@ -52,14 +66,20 @@ def test_report_renders_in_a_real_browser(tmp_path, two_fake_papers):
     _, html_path = write_report(out)
     check = html_path.with_name("report_check.html")
     check.write_text(html_path.read_text().replace("</body>", _CHECK + "</body>"))
-    shot = tmp_path / "report.png"
-    res = _chromium(f"--screenshot={shot}", "--window-size=1400,1800", check.as_uri())
-    assert shot.is_file() and shot.stat().st_size > 10_000, res.stderr[-2000:]
-    dom = _chromium("--dump-dom", check.as_uri()).stdout
-    assert 'id="summary"' in dom
-    for slug in two_fake_papers:
-        assert f'id="paper-{slug}"' in dom, slug
-    assert len(re.findall(r'<tr class="claim', dom)) == 2  # one claim per fake paper
-    assert len(re.findall(r'<tr class="claim [^"]*powerless', dom)) == 1
-    assert 'data-broken="0"' in dom and 'data-images="2"' in dom
-    assert "latest.json" in dom and "http" not in re.sub(r"https?://arxiv", "", dom).split("<body")[0]
+    for width, height in ((1280, 1800), (390, 844)):
+        shot = tmp_path / f"report-{width}.png"
+        res = _chromium(f"--screenshot={shot}", f"--window-size={width},{height}", check.as_uri())
+        assert shot.is_file() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+        dom = _chromium(f"--window-size={width},{height}", "--dump-dom", check.as_uri()).stdout
+        assert 'id="summary"' in dom and 'name="viewport"' in dom
+        for slug in two_fake_papers:
+            assert f'id="paper-{slug}"' in dom, slug
+        assert len(re.findall(r'<article class="card claim', dom)) == 2  # one claim per paper
+        assert len(re.findall(r'<article class="card claim [^"]*powerless', dom)) == 1
+        assert 'data-broken="0"' in dom and 'data-images="2"' in dom
+        assert 'data-verdicts="2"' in dom and 'data-verdicts-off="0"' in dom, width
+        assert 'data-hscroll="0"' in dom, width
+        assert 'data-dead-links="none"' in dom
+        assert int(re.search(r'data-links="(\d+)"', dom).group(1)) >= 8  # toc, claims, back links
+        assert "latest.json" in dom
+        assert "http" not in re.sub(r"https?://arxiv", "", dom).split("<body")[0]

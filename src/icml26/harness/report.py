@@ -288,61 +288,157 @@ def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
     return f'<section id="summary"><h2>Summary</h2>{legend}{"".join(rows)}</section>'
 
 
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def _claim_anchor(slug: str, cid: str) -> str:
+    return "claim-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in f"{slug}-{cid}")
+
+
+def plot_caption(slug: str, rel: str) -> str:
+    """A plot's caption: the paper's ``PLOT_CAPTIONS[file stem]`` where it declares one, else the
+    file name in words."""
+    stem = Path(rel).stem
+    info = PAPERS.get(slug)
+    captions: Mapping[str, str] = {}
+    if info is not None and info.implemented:
+        try:
+            captions = getattr(info.experiment(), "PLOT_CAPTIONS", {}) or {}
+        except Exception:  # a paper that fails to import still gets its plots shown
+            captions = {}
+    return captions.get(stem) or stem.replace("_", " ").replace("-", " ")
+
+
+def _claim_card(info: Any, res: Mapping[str, Any], c: Mapping[str, Any]) -> str:
+    """One claim as a card: the verdict first, a one-line evidence, the control, detectability
+    and stability; the full evidence (rule, numbers, tuning, regimes) expands on demand."""
+    flag = control_flag(c)
+    cls = _VERDICT_CLASS.get(c["verdict"], "")
+    cls += " powerless" if flag.startswith("POWERLESS") else ""
+    e = html.escape
+    regimes = ""
+    if c.get("regimes"):
+        body = "".join(_html_row([r["condition"], r["verdict"], r["ours"]],
+                                 _VERDICT_CLASS.get(r["verdict"], "")) for r in c["regimes"])
+        regimes = ('<div class="scroll"><table class="regimes"><thead><tr><th>condition</th>'
+                   f"<th>verdict</th><th>ours</th></tr></thead><tbody>{body}</tbody></table></div>")
+    details = (f"<dl><dt>paper's figure</dt><dd>{e(c['paper_value'])}</dd>"
+               f"<dt>ours</dt><dd>{e(c.get('ours', ''))}</dd><dt>rule</dt><dd>{e(c['rule'])}</dd>"
+               f"<dt>metric</dt><dd>{e(c.get('metric', ''))}</dd>"
+               f"<dt>negative control</dt><dd>{e(c['negative_control']['description'])}: "
+               f"{e(_control(c))} — {e(c['negative_control'].get('ours', ''))}</dd>"
+               f"<dt>gates</dt><dd>{e(', '.join(c.get('gates', [])) or 'none')}</dd>"
+               f"<dt>tuning</dt><dd>{e(tuning_cell(res, c))}</dd>"
+               f"<dt>scale</dt><dd>{e(c.get('scale', ''))}</dd></dl>{regimes}")
+    anchor = _claim_anchor(info.slug, c["id"])
+    return (f'<article class="card claim {cls}" id="{anchor}" data-verdict="{e(c["verdict"])}" '
+            f'data-claim="{e(c["id"])}">'
+            f'<p class="head"><span class="verdict">{e(verdict_text(c))}</span> '
+            f"<b>{e(c['id'])}</b>: {e(c['statement'])}</p>"
+            f'<p class="line">{e(_short(c.get("ours", "")))}</p>'
+            f'<p class="meta"><span class="cflag">control: {e(_control(c))}</span><br>'
+            f'<span class="detect">detectability: {e(detectability_cell(c))}</span><br>'
+            f"<span>stability: {e(stability_cell(c))}</span></p>"
+            f"<details><summary>full evidence</summary>{details}</details>"
+            f'<a class="back" href="#paper-{info.slug}">↑ {e(info.slug)}</a> '
+            f'<a class="back" href="#toc">↑ contents</a></article>')
+
+
 def _paper_section(info: Any, path: Path, res: Mapping[str, Any], results_dir: Path,
                    newer_error: Path | None) -> str:
     rel = _rel(path.parent, results_dir)
-    head = ("<th>claim</th><th>paper's figure</th><th>ours</th><th>verdict</th><th>rule</th>"
-            "<th>negative control</th><th>detectability</th><th>stability</th><th>tuning</th>"
-            "<th>scale</th>")
-    rows = []
-    for c in res["claims"]:
-        flag = control_flag(c)
-        cls = _VERDICT_CLASS.get(c["verdict"], "")
-        cls += " powerless" if flag.startswith("POWERLESS") else ""
-        rows.append(f'<tr class="claim {cls}" data-claim="{html.escape(c["id"])}">'
-                    f"<td><b>{html.escape(c['id'])}</b>: {html.escape(c['statement'])}</td>"
-                    f"<td>{html.escape(c['paper_value'])}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                    f'<td class="verdict">{html.escape(verdict_text(c))}</td>'
-                    f"<td>{html.escape(c['rule'])}</td>"
-                    f"<td>{html.escape(c['negative_control']['description'])}: "
-                    f'<span class="cflag">{html.escape(_control(c))}</span></td>'
-                    f'<td class="detect">{html.escape(detectability_cell(c))}</td>'
-                    f"<td>{html.escape(stability_cell(c))}</td>"
-                    f"<td>{html.escape(tuning_cell(res, c))}</td><td>{html.escape(c.get('scale', ''))}</td></tr>")
-    regimes = []
-    for c in res["claims"]:
-        if c.get("regimes"):
-            body = "".join(_html_row([r["condition"], r["verdict"], r["ours"]],
-                                     _VERDICT_CLASS.get(r["verdict"], ""))
-                           for r in c["regimes"])
-            regimes.append(f'<h4>{html.escape(c["id"])} per regime</h4><table class="regimes">'
-                           f"<thead><tr><th>condition</th><th>verdict</th><th>ours</th></tr></thead>"
-                           f"<tbody>{body}</tbody></table>")
+    cards = "".join(_claim_card(info, res, c) for c in res["claims"])
     gate_rows = "".join(_html_row([g["name"], g["rule"], _num(g["value"]),
                                    "yes" if g["passed"] else "no"], "ok" if g["passed"] else "no")
                         for g in res.get("substrate") or [])
+    gates = ""
     if gate_rows:
-        regimes.insert(0, '<h4>substrate gates</h4><table class="gates"><thead><tr><th>gate</th>'
-                       f"<th>rule</th><th>measured</th><th>passed</th></tr></thead><tbody>{gate_rows}"
-                       "</tbody></table>")
-    figs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(p)}">'
-                   f"<figcaption>{html.escape(p)}</figcaption></figure>" for p in res.get("plots", []))
+        gates = ('<h4>substrate gates</h4><div class="scroll"><table class="gates"><thead><tr>'
+                 "<th>gate</th><th>rule</th><th>measured</th><th>passed</th></tr></thead>"
+                 f"<tbody>{gate_rows}</tbody></table></div>")
+    figs = "".join(f'<figure><img src="{html.escape(f"{rel}/{p}")}" alt="{html.escape(plot_caption(info.slug, p))}">'
+                   f"<figcaption>{html.escape(plot_caption(info.slug, p))}</figcaption></figure>"
+                   for p in res.get("plots", []))
     err = ""
     if newer_error is not None:
         erel = _rel(newer_error, results_dir)
         err = (f'<p class="error">A newer run raised: <a href="{html.escape(str(erel))}">'
-               f"{html.escape(str(erel))}</a>. The table shows the last completed run.</p>")
+               f"{html.escape(str(erel))}</a>. The cards show the last completed run.</p>")
     return (f'<section class="paper" id="paper-{info.slug}"><h2>{info.number}. {html.escape(info.slug)}'
             f" — {html.escape(info.title)}</h2>{err}<p>result: "
             f'<a class="json" href="{html.escape(f"{rel}/latest.json")}">{html.escape(f"{rel}/latest.json")}</a>'
             f" · status <b>{html.escape(res['status'])}</b> · profile {html.escape(res['profile'])} · seeds "
-            f"{html.escape(str(res['seeds']))} · {res['runtime_s']:.0f} s</p>"
-            f'<table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            f'{"".join(regimes)}<div class="figs">{figs}</div></section>')
+            f"{html.escape(str(res['seeds']))} · {res['runtime_s']:.0f} s · "
+            f'<a class="back" href="#toc">↑ contents</a></p>'
+            f'<div class="cards">{cards}</div>{gates}<div class="figs">{figs}</div></section>')
+
+
+def _toc(latest: Mapping[str, tuple[Path, dict]]) -> str:
+    items = []
+    for info in PAPERS.values():
+        if info.slug not in latest:
+            continue
+        claims = "".join(
+            f'<li><a href="#{_claim_anchor(info.slug, c["id"])}" class="{_VERDICT_CLASS.get(c["verdict"], "")}">'
+            f'{html.escape(c["id"])}</a></li>' for c in latest[info.slug][1]["claims"])
+        items.append(f'<li><a href="#paper-{info.slug}">{info.number}. {html.escape(info.slug)}</a>'
+                     f"<ul>{claims}</ul></li>")
+    return (f'<nav id="toc"><b>Contents</b> <a href="#summary">summary</a> · '
+            f'<a href="#others">others</a><ul>{"".join(items)}</ul></nav>')
+
+
+_FILTER = """<div id="filter" role="search"><label>filter <input id="q" type="search"
+placeholder="text in a claim"></label> <span class="fbtns"><button data-v="">all</button>
+<button data-v="reproduced">reproduced</button><button data-v="not reproduced">not reproduced</button>
+<button data-v="inconclusive">inconclusive</button></span></div>
+<script>(() => {
+  let verdict = "";
+  const apply = () => {
+    const q = document.getElementById("q").value.toLowerCase();
+    for (const card of document.querySelectorAll("article.card")) {
+      const v = card.dataset.verdict.replace("numerically consistent", "reproduced")
+                                    .replace("not consistent", "not reproduced");
+      const ok = (!verdict || v === verdict) && (!q || card.textContent.toLowerCase().includes(q));
+      card.hidden = !ok;
+    }
+  };
+  document.getElementById("q").addEventListener("input", apply);
+  for (const b of document.querySelectorAll("#filter button"))
+    b.addEventListener("click", () => { verdict = b.dataset.v; apply(); });
+})();</script>"""
+
+_CSS = """*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:0;line-height:1.4}
+main{padding:1em;min-width:0}.layout{display:flex;align-items:flex-start}
+#toc{position:sticky;top:0;max-height:100vh;overflow:auto;width:15em;flex:none;padding:1em;
+font-size:13px;background:#fafafa;border-right:1px solid #ddd}#toc ul{padding-left:1.1em;margin:.2em 0}
+#toc a.ok{color:#2e7d32}#toc a.no{color:#c62828}#toc a.mid{color:#827717}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,26em),1fr));gap:.7em}
+.card{border:1px solid #ccc;border-left:6px solid #999;border-radius:4px;padding:.5em .7em;
+font-size:14px;min-width:0;overflow-wrap:anywhere}.card.ok{border-left-color:#2e7d32}
+.card.no{border-left-color:#c62828}.card.mid{border-left-color:#9e9d24}
+.card .head{margin:.1em 0}.card .verdict{font-weight:bold;padding:1px 5px;border-radius:3px}
+.card.ok .verdict{background:#dff3e0}.card.no .verdict{background:#fbe0e0}.card.mid .verdict{background:#f4f0d8}
+.card .line{margin:.3em 0;color:#333}.card .meta{margin:.3em 0;font-size:12px;color:#444}
+.card.powerless .cflag{background:#c00;color:#fff;padding:1px 4px;font-weight:bold}
+details dt{font-weight:bold}details dd{margin:0 0 .4em 0}a.back{font-size:12px}
+.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;font-size:13px;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:4px 6px;vertical-align:top}th{background:#f3f3f3}
+tr.ok td{background:#f2faf2}tr.no td{background:#fdf2f2}
+.figs{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0;max-width:100%}img{max-width:min(460px,100%)}
+.bar-row{display:flex;align-items:center;gap:.5em;margin:2px 0;flex-wrap:wrap}.bar-label{width:12em}
+.bar{display:flex;width:min(420px,100%)}.seg{color:#fff;text-align:center;font-size:12px;padding:1px 4px}
+.seg.ok{background:#2e7d32}.seg.mid{background:#9e9d24}.seg.no{background:#c62828}
+.flag{color:#c00;font-weight:bold}.error{color:#c00}#filter{margin:.5em 0}#filter button{margin:1px}
+@media (max-width:800px){.layout{display:block}#toc{position:static;width:auto;max-height:none;
+border-right:0;border-bottom:1px solid #ddd}}"""
 
 
 def _html(latest: Mapping[str, tuple[Path, dict]], errors: Mapping[str, tuple[Path, dict]],
           results_dir: Path) -> str:
+    """One self-contained offline page: a table of contents (papers and claims, sticky on wide
+    screens), the summary chart, a verdict filter, and a card per claim; usable at phone width."""
     sections, missing = [], []
     for info in PAPERS.values():
         if info.slug not in latest:
@@ -356,22 +452,20 @@ def _html(latest: Mapping[str, tuple[Path, dict]], errors: Mapping[str, tuple[Pa
         newer = err[0] if err and err[1].get("started_at", "") > res.get("started_at", "") else None
         sections.append(_paper_section(info, path, res, results_dir, newer))
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>icml26 reproduction report</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}
-table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top}}
-th{{background:#f3f3f3}}.figs{{display:flex;flex-wrap:wrap;gap:1em}}img{{max-width:460px}}
-tr.ok td.verdict{{background:#dff3e0}}tr.no td.verdict{{background:#fbe0e0}}tr.mid td.verdict{{background:#f4f0d8}}
-tr.powerless .cflag{{background:#c00;color:#fff;padding:1px 4px;font-weight:bold}}
-.bar-row{{display:flex;align-items:center;gap:.5em;margin:2px 0}}.bar-label{{width:14em}}
-.bar{{display:flex;width:420px}}.seg{{color:#fff;text-align:center;font-size:12px;padding:1px 4px}}
-.seg.ok{{background:#2e7d32}}.seg.mid{{background:#9e9d24}}.seg.no{{background:#c62828}}
-.flag{{color:#c00;font-weight:bold}}.error{{color:#c00}}</style></head>
-<body><h1>icml26 reproduction report</h1>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>icml26 reproduction report</title><style>{_CSS}</style></head>
+<body><div class="layout">{_toc(latest)}<main>
+<h1>icml26 reproduction report</h1>
 <p>Every number was measured by icml26 at laptop scale (2 CPU cores); the paper's figure is quoted
 for reference only. A negative control marked POWERLESS is identical, seed for seed, to another arm:
-that claim's check could not fail. A control that passes too explains the effect.</p>
+that claim's check could not fail. A control that passes too explains the effect unless the method
+beats it as well. A verdict is inconclusive when the protocol could not have succeeded: its minimum
+detectable effect (mde) exceeds the effect the claim is about, a substrate gate failed, or an
+s.e.-rule ran on fewer than 3 seeds.</p>
 {_summary_chart(latest)}
+{_FILTER}
 {''.join(sections)}
 <section id="others"><h2>Papers without a completed result</h2><ul>{''.join(missing)}</ul></section>
-</body></html>
+</main></div></body></html>
 """
