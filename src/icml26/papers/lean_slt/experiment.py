@@ -8,8 +8,17 @@ formal constants, measured), and (4) compare the ℓ₁-constrained LSE (radius 
 with ridge (λ by cross-validation, equal effort) as d grows over two orders of magnitude, with a
 dense-truth control (a textbook consequence: the repository has no end-to-end ℓ₁ rate theorem).
 
-Verdict wording: a row that holds is "numerically consistent on N instances" (the harness verdict
-``reproduced``), never "proved"; what each row can and cannot detect is in its claim statement.
+Verdict wording: every claim is a ``kind="theorem_check"``: a row that holds is "numerically
+consistent" on its instances (the rule's verdict ``reproduced``), never "proved"; what each row can
+and cannot detect is in its claim statement.
+
+Detectability (CLAIMS.md rule 8). The effect of a catalogue row is the smallest violation that
+matters, ``VIOLATION_EFFECT`` (5 % of the bound), in the units of the row's excess. An exact row has
+no seed noise (mde 0); a Monte Carlo row's mde is the half-width of its confidence bound at the
+MC instance closest to the bound (``CheckResult.resolution``; the largest over seeds); a row that no
+computation can make fail (T02) has mde inf and is inconclusive by construction. No claim
+reads a trained substrate, so there are no gates; the protocol knobs (``n_mc``, ``ls_reps``, the d
+grid) only sharpen the MC resolution, which the mde already reports, so none is swept.
 """
 
 from __future__ import annotations
@@ -50,6 +59,16 @@ from .least_squares import (
 
 EXPONENT_LIMIT = 0.25
 """The sparse rule rejects growth like d^a for a >= 0.25 (issue 21: √log d vs d^a must be separable)."""
+
+VIOLATION_EFFECT = 0.05
+"""The smallest violation of a formal inequality that matters (our choice, fixed before the run): 5 %
+of the bound, in the units of ``CheckResult.max_excess`` (relative to max(1, |bound|); a log-ratio
+for probability rows). E.g. a constant off by 5 % (12√2 → 16.1)."""
+LS_TOLERANCE = 0.05
+"""least_squares: |mean error ÷ (σ² r/n) − 1| must stay below this (≈ 5 MC s.e. at 5000 draws)."""
+
+_VIOLATION_SOURCE = ("smallest that matters: a violation of 5 % of the bound (relative excess; log-ratio "
+                     "for probabilities), our choice")
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,7 @@ def _row_metrics(res) -> dict[str, float]:
         "log10_tightness": math.log10(tight) if tight > 0 else -300.0,
         "exact": float(res.kind == "exact"),
         "instances": float(res.n_instances),
+        "resolution": float(min(res.resolution, 1e6)),  # MC half-width at the tightest MC instance
     }
 
 
@@ -154,9 +174,11 @@ def _least_squares_arm(X, theta, sigma, reps, rng, r_claim):
     formal_d = formal_linear_critical_radius(sigma, r, n)  # `linear_δ_star_rank` = 192√2 σ √(r/n)
     rank_bound = linear_minimax_rank_bound(sigma, r, n)
     misses = int(np.sum(err > meb.radius_sq))
+    rate = sigma**2 * r_claim / n
     true_fail = float(stats.chi2.logsf(meb.radius_sq * n / sigma**2, r))  # exact P(‖Δ‖² > 16δ*²)
     return {
-        "err_over_rank_rate": float(err.mean() / (sigma**2 * r_claim / n)),
+        "err_over_rank_rate": float(err.mean() / rate),
+        "err_over_rank_rate_se": float(err.std(ddof=1) / math.sqrt(reps) / rate),  # MC s.e.
         "rank": float(r),
         "law_ks_pvalue": float(stats.kstest(err * n / sigma**2, "chi2", args=(r,)).pvalue),
         "t21_misses_at_exact_dstar": float(misses),
@@ -266,8 +288,11 @@ def run(config: Config, seed: int) -> SeedOutput:
                           "mutated": ctl.verdict_text, "can_fail": THEOREMS[key].can_fail})
         for arm, idx in ((CAT_FORMAL, 0), (CAT_MUTATED, 1)):
             rows = [r[idx] for r in results.values()]
+            # resolution over the rows that can fail (T02 is a witness: it resolves nothing)
+            res = [r[idx].resolution for k, r in results.items() if THEOREMS[k].can_fail]
             metrics[arm] = {"rows_violated": float(sum(r.violated for r in rows)), "rows": float(len(rows)),
-                            "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6))}
+                            "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6)),
+                            "worst_resolution": float(min(max(res), 1e6))}
         _dudley(metrics)
         _least_squares(config, rng, metrics)
         _sparse(config, rng, metrics, tuning)
@@ -278,20 +303,30 @@ def run(config: Config, seed: int) -> SeedOutput:
 # rules
 # ---------------------------------------------------------------------------------------------
 
-def _row_rule(arm: str):
-    """No instance violates, in any seed (exact: excess > 1e-10; MC: 99% one-sided bound crosses)."""
+def _row_rule(arm: str, can_fail: bool = True):
+    """No instance violates, in any seed (exact: excess > 1e-10; MC: 99% one-sided bound crosses).
+
+    mde: 0 for an exact row (no seed noise); for an MC row the largest (over seeds) half-width of the
+    confidence bound at the MC instance closest to the bound (a smaller violation there is missed);
+    inf for a row that no finite computation can make fail (T02: it detects no violation at all)."""
     def rule(m, c):
         v = m[arm]
         bad = int(sum(v["violated"]))
         worst = max(v["max_excess"])
         inst = int(v["instances"][0])
+        exact_row = bool(v["exact"][0])
+        mde = (0.0 if exact_row else float(max(v["resolution"]))) if can_fail else math.inf
+        det = {"mde": mde, "n": len(v["violated"]), "uses_se": False}
         if bad == 0:
-            ours = (f"numerically consistent on {inst} instances × {len(v['violated'])} seeds "
-                    f"({'exact' if v['exact'][0] else 'MC'}), bound/truth {10 ** min(v['log10_tightness']):.4g}")
+            how = ("cannot be made to fail" if not can_fail else "exact" if exact_row else f"MC, resolves {mde:.2g}")
+            ours = (f"numerically consistent on {inst} instances × {len(v['violated'])} seeds ({how}), "
+                    f"bound/truth {10 ** min(v['log10_tightness']):.4g}")
             return Decision(REPRODUCED, ours, {"violations": v["violated"], "max_excess": v["max_excess"],
-                                               "log10_tightness": v["log10_tightness"]})
+                                               "log10_tightness": v["log10_tightness"],
+                                               "resolution": v["resolution"]}, **det)
         return Decision(NOT_REPRODUCED, f"violated in {bad}/{len(v['violated'])} seeds (max excess {worst:.3g})",
-                        {"violations": v["violated"], "max_excess": v["max_excess"]})
+                        {"violations": v["violated"], "max_excess": v["max_excess"],
+                         "resolution": v["resolution"]}, **det)
     return rule
 
 
@@ -301,8 +336,12 @@ def _catalogue_rule(arm: str):
         bad = max(v["rows_violated"])
         rows = int(v["rows"][0])
         verdict = REPRODUCED if bad == 0 else NOT_REPRODUCED
+        # the catalogue resolves what its worst-resolved row that can fail resolves (exact rows: 0)
+        mde = float(max(v["worst_resolution"]))
         return Decision(verdict, f"{rows - int(bad)}/{rows} rows numerically consistent in every seed",
-                        {"rows_violated": v["rows_violated"], "worst_excess": v["worst_excess"]})
+                        {"rows_violated": v["rows_violated"], "worst_excess": v["worst_excess"],
+                         "worst_resolution": v["worst_resolution"]},
+                        mde=mde, n=len(v["rows_violated"]), uses_se=False)
     return rule
 
 
@@ -316,9 +355,11 @@ def _dudley_rule(arm: str):
         in_range = all(5 <= x <= 100 for x in formal.values())
         ours = "; ".join(f"{k}: {x:.1f}×" for k, x in formal.items()) + f" (min bound/truth with J from below: " \
                f"{min(lower.values()):.3g})"
+        # closed forms and quadrature only (no seed noise): an exact check
         return Decision(REPRODUCED if holds and in_range else NOT_REPRODUCED, ours,
                         {"holds_everywhere": holds, "min_slack_J_lower": min(lower.values()),
-                         "slack_formal_cover_B2": formal})
+                         "slack_formal_cover_B2": formal},
+                        mde=0.0, n=len(next(iter(v.values()))), uses_se=False)
     return rule
 
 
@@ -326,7 +367,11 @@ def _ls_rule(arm: str):
     def rule(m, c):
         v = m[arm]
         ratio = float(np.mean(v["err_over_rank_rate"]))
-        ok = abs(ratio - 1) < 0.05
+        ok = abs(ratio - 1) < LS_TOLERANCE
+        # MC s.e. of the seed mean (within-seed noise draws); the rule resolves a deviation of the
+        # ratio from 1 of tolerance + 2 s.e.
+        se = float(np.sqrt(np.sum(np.square(v["err_over_rank_rate_se"]))) / len(v["err_over_rank_rate_se"]))
+        mde = LS_TOLERANCE + 2 * se
         ours = (f"mean ‖f̂−f*‖²/(σ² r/n) = {ratio:.3f} (r = {int(m[LS_RANK]['rank'][0])}); slack measured: formal "
                 f"δ*/exact δ* = {np.mean(v['formal_dstar_over_exact']):.0f}, formal radius/mean error = "
                 f"{np.mean(v['formal_radius_over_mean_err']):.3g}, T21 at the exact δ*: "
@@ -334,11 +379,12 @@ def _ls_rule(arm: str):
                 f"(stated failure ≤ 10^{np.mean(v['t21_stated_failure_log10']):.1f}, exact failure "
                 f"10^{np.mean(v['t21_exact_failure_log10']):.0f}: beyond any MC resolution)")
         return Decision(REPRODUCED if ok else NOT_REPRODUCED, ours,
-                        {"mean_ratio": ratio, "per_seed": v["err_over_rank_rate"],
+                        {"mean_ratio": ratio, "mc_se": se, "mde": mde, "per_seed": v["err_over_rank_rate"],
                          "formal_dstar_over_exact": v["formal_dstar_over_exact"],
                          "formal_radius_over_mean_err": v["formal_radius_over_mean_err"],
                          "t21_misses": v["t21_misses_at_exact_dstar"],
-                         "t21_exact_failure_log10": v["t21_exact_failure_log10"], "law_ks_pvalue": v["law_ks_pvalue"]})
+                         "t21_exact_failure_log10": v["t21_exact_failure_log10"], "law_ks_pvalue": v["law_ks_pvalue"]},
+                        mde=mde, n=len(v["err_over_rank_rate"]), uses_se=False)
     return rule
 
 
@@ -370,15 +416,20 @@ def _sparse_rule(arm: str, comparator: str):
         errs = {d: list(v[f"err d={d}"]) for d in ds}
         slope, lo, hi = growth_exponent(errs)
         exp_verdict = REPRODUCED if hi < EXPONENT_LIMIT else (NOT_REPRODUCED if lo >= EXPONENT_LIMIT else INCONCLUSIVE)
+        # mde: the CI half-width (the distance below the limit an exponent needs to pass); it reads
+        # the regression's s.e. over (seed, d), so it needs >= 3 seeds like any s.e. rule
         exp_dec = Decision(exp_verdict, f"error exponent in d {slope:.3f} [95% CI {lo:.3f}, {hi:.3f}] "
                                         f"(√log(2d) over this grid: {_sqrt_log_exponent(ds):.3f})",
-                           {"exponent": slope, "exponent_ci": [lo, hi], "limit": EXPONENT_LIMIT})
+                           {"exponent": slope, "exponent_ci": [lo, hi], "limit": EXPONENT_LIMIT},
+                           mde=hi - slope, n=len(errs[ds[0]]), uses_se=True)
         regimes = per_regime([(f"d={d}", paired_improvement(v[f"err d={d}"], b[f"err d={d}"], higher_is_better=False))
                               for d in ds], require="all", label="vs ridge: ")
         both = all_of(exp_dec, regimes)
         ours = f"{exp_dec.ours}; {regimes.ours}; " + ", ".join(
             f"d={d}: {np.mean(errs[d]):.3f} vs {np.mean(b[f'err d={d}']):.3f}" for d in ds)
-        return Decision(both.verdict, ours, both.evidence, regimes=regimes.regimes)
+        # detectability of the exponent leg (the claim's effect is stated for it, all_of primary=0)
+        return Decision(both.verdict, ours, both.evidence, regimes=regimes.regimes, mde=both.mde, n=both.n,
+                        uses_se=both.uses_se)
     return rule
 
 
@@ -390,6 +441,9 @@ def _sqrt_log_exponent(ds) -> float:
 # ---------------------------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------------------------
+
+SPARSE_EFFECT = EXPONENT_LIMIT - _sqrt_log_exponent(Config.sparse_ds)
+"""sparse_l1: the exponent gap between √log(2d) growth over the quick/default d grid and d^0.25."""
 
 _HEADLINE = (
     Claim(
@@ -404,6 +458,9 @@ _HEADLINE = (
         control_description="the same rows with the mutated statements (wrong constant or dropped hypothesis)",
         control=_catalogue_rule(CAT_MUTATED),
         arms=ClaimArms(method=CAT_FORMAL, control=CAT_MUTATED),
+        effect=VIOLATION_EFFECT,
+        effect_source=_VIOLATION_SOURCE + "; mde: the worst-resolved row's",
+        kind="theorem_check",
     ),
     Claim(
         id="dudley_slack",
@@ -418,6 +475,9 @@ _HEADLINE = (
         control_description="the bound σ·J without the constant (the largest round constant that is false here)",
         control=_dudley_rule(DUDLEY_CTRL),
         arms=ClaimArms(method=DUDLEY, control=DUDLEY_CTRL),
+        effect=VIOLATION_EFFECT,
+        effect_source="smallest that matters: bound ÷ truth 5 % below 1, our choice (exact: closed forms)",
+        kind="theorem_check",
     ),
     Claim(
         id="least_squares",
@@ -429,12 +489,16 @@ _HEADLINE = (
         paper_value="T21/T25: P(‖f̂−f*‖² <= 16tδ*) >= 1−exp(−ntδ*/2σ²); C1 = 1,179,648, C2 = 36,864",
         metric="mean ‖f̂ − f*‖_n² ÷ (σ² r/n), r = rank of the rank-deficient design",
         scale="n = 200, d = 10, rank 5 vs full rank, σ = 1, Gaussian design, exact LSE per noise draw",
-        rule="|seed-mean ratio − 1| < 0.05 (≈ 5 s.e. at 5000 draws)",
+        rule=f"|seed-mean ratio − 1| < {LS_TOLERANCE:g} (≈ 5 s.e. at 5000 draws); mde = {LS_TOLERANCE:g} + "
+             "2 MC s.e. of the seed mean",
         decide=_ls_rule(LS_RANK),
         control_description="the same estimator on a full-rank design of the same n, d (error ≈ σ² d/n): "
                             "the rule must tell rank from dimension",
         control=_ls_rule(LS_FULL),
         arms=ClaimArms(method=LS_RANK, control=LS_FULL),
+        effect=Config.ls_d / Config.ls_rank - 1,
+        effect_source="T25: rate σ² r/n, not σ² d/n: ratio d/r − 1 = 1 at d = 10, r = 5",
+        kind="theorem_check",
     ),
     Claim(
         id="sparse_l1",
@@ -452,6 +516,10 @@ _HEADLINE = (
                             "the mechanism of the √log d rate), against ridge on the same data",
         control=_sparse_rule(L1_DENSE, RIDGE_DENSE),
         arms=ClaimArms(method=L1, baselines=(RIDGE, MIN_NORM, RIDGE_DENSE), control=L1_DENSE),
+        effect=SPARSE_EFFECT,
+        effect_source=(f"textbook: √log(2d) growth (exponent {EXPONENT_LIMIT - SPARSE_EFFECT:.3f} over d = "
+                       "100…6400) vs the rejected d^0.25; mde: 95% CI half-width of the exponent"),
+        kind="theorem_check",
     ),
 )
 
@@ -467,10 +535,15 @@ def _theorem_claim(key: str) -> Claim:
         metric="violations of the inequality; tightness = bound ÷ truth",
         scale=f"numerical ({spec.kind}): {spec.instances}",
         rule="no instance violates (exact: excess > 1e-10; MC: 99% one-sided confidence bound crosses), every seed",
-        decide=_row_rule(_arm(key)),
+        decide=_row_rule(_arm(key), spec.can_fail),
         control_description=spec.control_description,
-        control=_row_rule(_mutated(key)),
+        control=_row_rule(_mutated(key), spec.can_fail),
         arms=ClaimArms(method=_arm(key), control=_mutated(key)),
+        effect=VIOLATION_EFFECT,
+        effect_source=_VIOLATION_SOURCE + ("; mde inf: no computation can make this row fail" if not spec.can_fail
+                                           else "" if spec.kind == "exact" else
+                                           "; mde: MC half-width at the MC instance closest to the bound"),
+        kind="theorem_check",
     )
 
 
