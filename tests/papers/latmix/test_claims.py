@@ -34,3 +34,15 @@ def test_quick_controls_are_not_powerless(tmp_path):
     m = result["metrics"]
     gap = [a - b for a, b in zip(m["rtn"]["mxfp8_e4m3_nats"], m["fp"]["nats"], strict=True)]
     assert max(abs(g) for g in gap) < 0.02
+
+
+def test_outlier_ratio_separates_outlier_channels():
+    import torch
+
+    from icml26.papers.latmix.experiment import OUTLIER_RATIO_MIN, outlier_ratio
+
+    x = torch.randn(256, 64, generator=torch.Generator().manual_seed(0))
+    assert outlier_ratio({"a": x, "b": x}) < 3
+    y = x.clone()
+    y[:, :2] *= 32.0  # two channels x32, as the injection does
+    assert outlier_ratio({"a": y, "b": y, "c": x}) > OUTLIER_RATIO_MIN
