@@ -179,3 +179,25 @@ def test_theorem_check_rows_say_numerically_consistent():
                   arms=ClaimArms(method="a", control="b"), effect=1.0)
     entry = judge(claim, {"a": {"x": [1.0]}, "b": {"x": [1.0]}}, None)
     assert entry["verdict"] == NUMERICALLY_CONSISTENT and entry["detectability"]["mde"] == 0.0
+
+
+def test_progress_inside_a_seed_reaches_the_runner(tmp_path, monkeypatch):
+    """A loop's ticks (core.progress.tick) reach the run's progress callback, rate-limited, with
+    the last step always reported; without a sink a tick is a no-op."""
+    from icml26.core import progress as prog
+    from tests.harness import detect_paper as mod
+
+    prog.tick("nothing listens", 1, 2)  # no sink: nothing happens, nothing raises
+    original = mod.run
+
+    def run_with_loop(config, seed):
+        for k in range(1000):
+            prog.tick("loop", k + 1, 1000)
+        return original(config, seed)
+
+    monkeypatch.setattr(mod, "run", run_with_loop)
+    seen = []
+    run_paper(SLUG, "quick", out=tmp_path, progress=lambda msg, i, n: seen.append(msg))
+    inner = [m for m in seen if "loop" in m]
+    assert "seed 0 · loop 1000/1000" in inner and "seed 3 · loop 1000/1000" in inner
+    assert len(inner) <= 4 * 2  # the first tick and the last step per seed at most (5 s apart)

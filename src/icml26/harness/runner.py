@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.llm.usage import track_usage
+from ..core.progress import progress_sink
 from ._json import to_jsonable
 from .claims import INCONCLUSIVE, check_claims, judge, measure_gates
 from .config import ConfigError, ExperimentConfig, parse_assignments
@@ -188,7 +189,11 @@ def run_experiment(
             if progress:
                 progress(f"seed {seed}", i, len(config.seeds))
             try:
-                out = compute(seed) if compute else run_seed(experiment, config, seed)
+                if compute:
+                    out = compute(seed)
+                else:
+                    with progress_sink(_inner(progress, seed, i, len(config.seeds))):
+                        out = run_seed(experiment, config, seed)
                 aggregate([*outputs, out])  # arms/metrics must agree with the earlier seeds
             except Exception as exc:
                 if compute is not None and checkpoint_dir is not None:
@@ -201,6 +206,13 @@ def run_experiment(
     if progress:
         progress("judging claims and plotting", len(config.seeds), len(config.seeds))
     return aggregate(outputs), outputs, done
+
+
+def _inner(progress: Progress | None, seed: int, i: int, n: int):
+    """Forward the ticks of the loops inside a seed (``core.progress.tick``) to ``progress``."""
+    if progress is None:
+        return None
+    return lambda label, done, total: progress(f"seed {seed} · {label} {done}/{total}", i, n)
 
 
 def _checkpoint_rest(compute: Callable[[int], SeedOutput], seeds: Sequence[int],

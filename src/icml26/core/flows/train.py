@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from ..progress import tick
 from .losses import cfm_loss
 
 Sampler = Callable[[int, torch.Generator], "Tensor | tuple[Tensor, Tensor | None]"]
@@ -104,6 +105,7 @@ def train_flow(model: nn.Module, sampler: Sampler, *, steps: int = 5000, batch_s
         x1 = x1.to(device)
         cond = cond.to(device) if cond is not None else None
         loss = loss_fn(model, x1, cond, generator=gen)
+        tick("flow training", k + 1, steps)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"training loss is {float(loss)} at step {k}")
         opt.zero_grad(set_to_none=True)

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..progress import tick
 from .generate import GenerationOutput, generate, prefill_mask
 from .logprobs import token_logprobs
 
@@ -475,7 +476,8 @@ class GRPOTrainer:
 
     def train(self, callback: Callable[[GRPOStepLog, GRPOTrainer], None] | None = None) -> list[GRPOStepLog]:
         """Run ``args.max_steps`` steps; ``callback(log, trainer)`` after each."""
-        for _ in range(self.args.max_steps):
+        for k in range(self.args.max_steps):
+            tick("grpo", k + 1, self.args.max_steps)
             log = self.step()
             if callback is not None:
                 callback(log, self)

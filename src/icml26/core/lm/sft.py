@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..progress import tick
 from .generate import left_pad
 from .logprobs import sequence_logprobs
 
@@ -178,6 +179,7 @@ def train_sft(
     losses: list[float] = []
     bs = config.per_device_train_batch_size
     for step in range(config.max_steps):
+        tick("sft", step + 1, config.max_steps)
         if pos + bs > len(order):
             order, pos = rng.permutation(len(dataset)), 0
         idx = order[pos:pos + bs]

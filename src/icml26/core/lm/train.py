@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.nn import functional as F
 
+from ..progress import tick
 from .data import TokenSplit, eval_windows, get_batch
 
 
@@ -118,6 +119,7 @@ def train_lm(
     res = TrainResult()
     model.train()
     for step in range(config.steps):
+        tick("lm training", step + 1, config.steps)
         f = lr_factor(step, config)
         for g, lr in zip(optimizer.param_groups, base, strict=True):
             g["lr"] = lr * f

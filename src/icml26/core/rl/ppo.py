@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.core.progress import tick
 from icml26.core.validation import check_positive, check_positive_int
 
 
@@ -231,7 +232,8 @@ def train_ppo(env: VecEnv, cfg: PPOConfig, total_steps: int, seed: int = 0,
     agent = PPO(cfg, env.obs_dim, env.num_actions, seed=seed, total_updates=updates, device=device)
     obs = env.reset()
     curve = []
-    for _ in range(updates):
+    for k in range(updates):
+        tick("ppo", k + 1, updates)
         batch = agent.rollout(env, obs)
         obs = batch["next_obs"]
         agent.update(batch)
