@@ -46,3 +46,38 @@ def test_quick_has_no_powerless_control(tmp_path):
     assert result["status"] == "ok"
     for c in result["claims"]:
         assert not c["negative_control"]["powerless"], c["id"]
+
+
+def test_claims_declare_effects_gates_and_plain_noninferiority():
+    from icml26.papers.ecg_r1.experiment import SUBSTRATE
+
+    names = {g.name for g in SUBSTRATE}
+    for c in CLAIMS:
+        assert c.effect is not None and c.effect > 0 and c.effect_source
+        assert c.gates and set(c.gates) <= names and c.beyond is not None
+        assert "max(" not in c.rule  # the non-inferiority tolerance does not widen with the noise
+
+
+def test_label_prior_is_the_best_constant_answer():
+    from icml26.papers.ecg_r1.evaluate import label_prior_jaccard
+
+    def sol(labels):
+        return f"<|answer|>{labels}<|/answer|>"
+
+    train = [sol("sinus rhythm; normal ecg")] * 3 + [sol("sinus rhythm; left axis deviation")]
+    test = [sol("sinus rhythm; normal ecg"), sol("atrial fibrillation")]
+    out = label_prior_jaccard(train, test)
+    assert out["answer"] == "normal ecg; sinus rhythm"
+    assert out["jaccard"] == pytest.approx(0.5)  # 1 on the first test record, 0 on the second
+
+
+def test_gates_and_ratio_rule_on_synthetic_metrics():
+    from icml26.harness.claims import measure_gates
+    from icml26.papers.ecg_r1.experiment import SUBSTRATE, _ratio_at_most
+
+    m = {"protocol_imd": {"jaccard_both": [0.7, 0.72, 0.68], "prior_jaccard": [0.44, 0.45, 0.43]},
+         "protocol_noimd": {"jaccard_both": [0.5, 0.5, 0.5]}}
+    gates = {g["name"]: g["passed"] for g in measure_gates(SUBSTRATE, m, Config.smoke())}
+    assert gates == {"sft_over_prior": True, "noimd_over_prior": False}
+    d = _ratio_at_most([0.1, 0.2, 0.15], [0.4, 0.4, 0.4], 0.5, "")
+    assert d.verdict == "reproduced" and d.n == 3 and not d.uses_se and 0 < d.mde < 0.5

@@ -9,6 +9,7 @@ from .protocol import LABELS
 from .reports import numeric_errors, parse_numbers
 from .rewards import (
     _ANSWER,
+    _SOL_ANSWER,
     diagnosis_accuracy_reward,
     format_reward,
     jaccard,
@@ -46,3 +47,24 @@ def cross_modal_agreement(reports_a: list[str], reports_b: list[str]) -> dict[st
         na, nb = parse_numbers(a), parse_numbers(b)
         num.extend(not e for e in numeric_errors(na, {k: nb.get(k) for k in na}).values())
     return {"label_agreement": float(np.mean(lab)), "number_agreement": float(np.mean(num)) if num else 1.0}
+
+
+def _solution_labels(solution: str) -> frozenset[str]:
+    m = _SOL_ANSWER.search(solution)
+    return frozenset(label_set(m.group(1)) if m else ())
+
+
+def label_prior_jaccard(train_solutions: list[str], test_solutions: list[str]) -> dict[str, float | str]:
+    """The label prior's diagnosis accuracy: the best *constant* answer (the training label set with the
+    highest mean Jaccard over the training records, ties to the most frequent) scored on the test records.
+    A model that does the task must beat it: it is what a reader of the label distribution alone gets."""
+    if not train_solutions or not test_solutions:
+        raise ValueError("train_solutions and test_solutions must be non-empty")
+    counts: dict[frozenset[str], int] = {}
+    for s in train_solutions:
+        key = _solution_labels(s)
+        counts[key] = counts.get(key, 0) + 1
+    best = max(counts, key=lambda cand: (sum(n * jaccard(set(cand), set(t)) for t, n in counts.items()),
+                                         counts[cand], sorted(cand)))
+    test = [jaccard(set(best), set(_solution_labels(s))) for s in test_solutions]
+    return {"jaccard": float(np.mean(test)), "answer": "; ".join(sorted(best))}
