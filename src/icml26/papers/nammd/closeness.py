@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats as sps
 
 from icml26.core.stats import as_sample_pair, check_probability, gram_blocks, pooled_gram
+from icml26.core.stats.results import ScipyLikeResult
 
 from .statistic import NAMMDStats, kernel_diagonal, nammd_from_gram, nammd_variance
 
@@ -41,7 +42,7 @@ boundary, the ``"paper"`` variance (sigma_MMD / v) is kept as an option and repo
 
 
 @dataclass(frozen=True)
-class ClosenessTestResult:
+class ClosenessTestResult(ScipyLikeResult):
     """Result of a distribution closeness test (scipy-style, frozen).
 
     Attributes

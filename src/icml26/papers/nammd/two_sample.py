@@ -28,6 +28,7 @@ from icml26.core.stats import (
     permuted_block_sums,
     pooled_gram,
 )
+from icml26.core.stats.results import ScipyLikeResult
 
 from .statistic import kernel_diagonal
 
@@ -38,7 +39,7 @@ DEFAULT_PERMUTATIONS = 200
 
 
 @dataclass(frozen=True)
-class TwoSampleTestResult:
+class TwoSampleTestResult(ScipyLikeResult):
     """Result of a permutation two-sample test (frozen).
 
     Attributes

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.base import BaseEstimator
 from torch import nn
 
 from .gmm import (
@@ -75,7 +76,7 @@ def _linear(start: float, end: float, frac: float) -> float:
     return start + (end - start) * min(max(frac, 0.0), 1.0)
 
 
-class NPPREstimator:
+class NPPREstimator(BaseEstimator):
     """Non-parametric probabilistic robustness with a learned GMM perturbation distribution.
 
     scikit-learn conventions: ``__init__`` only stores hyperparameters; ``fit`` learns the
