@@ -201,3 +201,30 @@ def test_progress_inside_a_seed_reaches_the_runner(tmp_path, monkeypatch):
     inner = [m for m in seen if "loop" in m]
     assert "seed 0 · loop 1000/1000" in inner and "seed 3 · loop 1000/1000" in inner
     assert len(inner) <= 4 * 2  # the first tick and the last step per seed at most (5 s apart)
+
+
+def test_timing_says_where_a_seed_went(tmp_path, monkeypatch):
+    import time
+
+    from icml26.core import progress as prog
+    from tests.harness import detect_paper as mod
+
+    original = mod.run
+
+    def run_timed(config, seed):
+        with prog.phase("data"):
+            time.sleep(0.02)
+        for rep in range(2):  # the same loop twice: two spans summed
+            for k in range(3):
+                prog.tick("train", k + 1, 3)
+                time.sleep(0.01)
+        return original(config, seed)
+
+    monkeypatch.setattr(mod, "run", run_timed)
+    result = run_paper(SLUG, "quick", out=tmp_path)
+    timing = result["timing"]
+    assert [s["seed"] for s in timing["seeds"]] == [0, 1, 2, 3]
+    first = timing["seeds"][0]
+    assert first["phases_s"]["data"] >= 0.02
+    assert 0.035 <= first["loops_s"]["train"] <= first["total_s"]
+    assert timing["judge_s"] >= 0

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.llm.usage import track_usage
-from ..core.progress import progress_sink
+from ..core.progress import progress_sink, timing_scope
 from ._json import to_jsonable
 from .claims import INCONCLUSIVE, check_claims, judge, measure_gates
 from .config import ConfigError, ExperimentConfig, parse_assignments
@@ -65,10 +65,14 @@ class SeedOutput:
     metrics: dict[str, dict[str, float]]
     extras: dict[str, Any] = field(default_factory=dict)
     tuning: dict[str, Tuned] = field(default_factory=dict)
+    timing: dict[str, Any] | None = None  # where the seed's time went (set by the runner)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metrics": self.metrics, "extras": to_jsonable(self.extras),
-                "tuning": {a: t.to_dict() for a, t in self.tuning.items()}}
+        out = {"metrics": self.metrics, "extras": to_jsonable(self.extras),
+               "tuning": {a: t.to_dict() for a, t in self.tuning.items()}}
+        if self.timing is not None:
+            out["timing"] = self.timing
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SeedOutput:
@@ -76,7 +80,7 @@ class SeedOutput:
                            grid_size=t["grid_size"], budget=t["budget"])
                   for a, t in data.get("tuning", {}).items()}
         return cls(metrics={a: dict(m) for a, m in data["metrics"].items()},
-                   extras=dict(data.get("extras", {})), tuning=tuning)
+                   extras=dict(data.get("extras", {})), tuning=tuning, timing=data.get("timing"))
 
 
 Progress = Callable[[str, int, int], None]
@@ -192,8 +196,10 @@ def run_experiment(
                 if compute:
                     out = compute(seed)
                 else:
-                    with progress_sink(_inner(progress, seed, i, len(config.seeds))):
+                    with progress_sink(_inner(progress, seed, i, len(config.seeds))), \
+                            timing_scope() as timing:
                         out = run_seed(experiment, config, seed)
+                    out.timing = {"seed": seed, **timing.to_dict()}
                 aggregate([*outputs, out])  # arms/metrics must agree with the earlier seeds
             except Exception as exc:
                 if compute is not None and checkpoint_dir is not None:
@@ -422,9 +428,15 @@ def _fill_measurements(result: dict[str, Any], experiment: Any, config: Experime
     if not outputs:
         return
     check_claims(experiment.CLAIMS, set(metrics))
+    t0 = time.perf_counter()
     result["claims"] = judge_all(experiment, metrics, config, result)
+    timing = {"seeds": [o.timing for o in outputs if o.timing is not None],
+              "judge_s": round(time.perf_counter() - t0, 3)}
+    result["timing"] = timing
     if stability and not result.get("partial"):
+        t0 = time.perf_counter()
         sweep_knobs(experiment, config, result, progress=progress)
+        timing["stability_s"] = round(time.perf_counter() - t0, 3)
     if result.get("partial"):
         # a crashed run is not evidence: its seeds are judged and shown, never called reproduced
         for c in result["claims"]:
@@ -435,7 +447,9 @@ def _fill_measurements(result: dict[str, Any], experiment: Any, config: Experime
                          f"on those] {c['ours']}")
     if hasattr(experiment, "plot"):
         try:
+            t0 = time.perf_counter()
             paths = experiment.plot(config, list(outputs), outdir / "plots")
+            timing["plot_s"] = round(time.perf_counter() - t0, 3)
             result["plots"] = [str(Path(p).relative_to(outdir)) for p in paths or []]
         except Exception:  # a broken plot must not lose the measured result
             result["warnings"].append("plot failed:\n" + traceback.format_exc())
