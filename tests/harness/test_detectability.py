@@ -214,7 +214,7 @@ def test_timing_says_where_a_seed_went(tmp_path, monkeypatch):
     def run_timed(config, seed):
         with prog.phase("data"):
             time.sleep(0.02)
-        for rep in range(2):  # the same loop twice: two spans summed
+        for _rep in range(2):  # the same loop twice: two spans summed
             for k in range(3):
                 prog.tick("train", k + 1, 3)
                 time.sleep(0.01)
