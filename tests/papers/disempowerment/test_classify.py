@@ -15,9 +15,20 @@ from icml26.papers.disempowerment.classify import as_conversations
 
 def test_agreement_metric():
     a = agreement(np.array([[0, 1, 3]]), np.array([[0, 2, 1]]))
-    assert a == {"exact": pytest.approx(1 / 3), "within_one": pytest.approx(2 / 3)}
+    # quadratic weights (i-j)^2/9: observed disagreement 5/27, chance 7/27 -> kappa 1 - 5/7
+    assert a == {"exact": pytest.approx(1 / 3), "within_one": pytest.approx(2 / 3),
+                 "kappa_quadratic": pytest.approx(2 / 7), "balanced_recall": pytest.approx(1 / 3)}
     with pytest.raises(ValueError):
         agreement(np.zeros((2, 3)), np.zeros((3, 3)))
+
+
+def test_constant_rater_scores_zero_kappa_but_high_within_one():
+    """The issue's point: on traffic that is mostly "none" a constant rater passes within-one."""
+    truth = np.array([0] * 95 + [1, 2, 2, 3, 3])
+    const = agreement(np.zeros_like(truth), truth)
+    assert const["within_one"] >= 0.95 and const["kappa_quadratic"] == 0.0
+    assert const["balanced_recall"] == pytest.approx(0.25)
+    assert agreement(truth, truth)["kappa_quadratic"] == 1.0
 
 
 def test_fit_validation():

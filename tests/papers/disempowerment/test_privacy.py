@@ -26,7 +26,8 @@ from icml26.papers.disempowerment import (
     ("ring 555.123.4567", "[PHONE]"),
     ("see https://example.com/a?b=1 for it", "[URL]"),
     ("see www.example.com today", "[URL]"),
-    ("account 12345678", "[NUMBER]"),
+    ("account 12345678", "[ID]"),
+    ("the total was 12345678", "[NUMBER]"),
     ("my case is REF-ABCDEF-0001", "[ID]"),
     ("I told Maria Lopez about it", "[NAME]"),
     ("ask david tomorrow", "ask david tomorrow"),  # lower-case: not a name by our rule
@@ -46,8 +47,11 @@ def test_scrub_removes_every_canary_pattern():
                   "+44 7256 840175, my case is REF-UDYMYB-0000.")
     for leak in ("zorqua.abc1", "840175", "UDYMYB"):
         assert leak not in s
-    assert "Zorqua" in s   # a name outside the gazetteer survives scrubbing ...
-    assert audit_text(s)[0] == 2   # ... and the auditor catches it
+    assert "Zorqua" not in s   # a name outside the gazetteer, caught by the "I'm" cue
+    assert audit_text(s)[0] == 5
+    # the auditor still flags an unknown capitalised word that scrubbing did not remove
+    assert audit_text("Zorquaina said the cluster is fine")[0] == 5   # a sentence start
+    assert audit_text("users said Zorquaina is fine")[0] == 2
 
 
 def test_auditor_scale():

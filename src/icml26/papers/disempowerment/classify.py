@@ -26,7 +26,18 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from icml26.core.llm import ChatModel, complete_structured, parse_json, parse_tagged
+from icml26.core.llm import (
+    ChatModel,
+    LLMConnectionError,
+    LLMError,
+    LLMHTTPError,
+    LLMResponseError,
+    LLMTimeoutError,
+    StructuredOutputError,
+    complete_structured,
+    parse_json,
+    parse_tagged,
+)
 
 from .jsonl import Conversation, iter_records
 from .schema import AXES, AXIS_TITLES, LEVELS, level_index
@@ -192,21 +203,51 @@ def parse_levels(text: str) -> np.ndarray:
     return np.array([level_index(obj[a]) for a in AXES], dtype=np.int64)
 
 
+class LLMUnavailableError(RuntimeError):
+    """The chat model failed ``max_consecutive_failures`` conversations in a row: the server is
+    down or misconfigured, and rating the rest would only fail slowly. :func:`~.pipeline.analyze`
+    keeps its checkpoint and stops (the command line exits 3)."""
+
+
+def failure_kind(exc: BaseException) -> str:
+    """A fixed-vocabulary name for why a conversation could not be rated (never the message,
+    which can quote the server's body or the model's reply)."""
+    for cls, kind in ((LLMTimeoutError, "timeout"), (LLMConnectionError, "connection"),
+                      (LLMHTTPError, "http_error"), (LLMResponseError, "bad_response"),
+                      (StructuredOutputError, "unparseable_reply"), (LLMError, "llm_error"),
+                      (ValueError, "unparseable_reply")):
+        if isinstance(exc, cls):
+            return kind
+    return "other"
+
+
 class ChatSchemaClassifier:
     """Severity rating by a chat model (``icml26.core.llm``); screening by ``screener`` (e.g. the
     local TF-IDF model, as the paper screens with a cheaper model) or none (rate everything).
 
-    A conversation whose reply cannot be parsed after ``max_repairs`` repairs raises
-    :class:`~icml26.core.llm.StructuredOutputError`.
+    A conversation the model cannot rate -- the client's retries are exhausted (HTTP 5xx,
+    timeouts, refused connections), the body is not JSON, or the reply cannot be parsed after
+    ``max_repairs`` repairs -- gets levels ``-1`` (the pipeline skips and counts it as an LLM
+    failure) and its kind is appended to ``failure_kinds``. After ``max_consecutive_failures``
+    failures in a row it raises :class:`LLMUnavailableError` (0: never).
     """
 
+    batch_hint = 16   # small batches: the pipeline checkpoints between them
+
     def __init__(self, model: ChatModel, screener: SchemaClassifier | None = None,
-                 max_repairs: int = 2, max_chars: int = 12000) -> None:
+                 max_repairs: int = 2, max_chars: int = 12000,
+                 max_consecutive_failures: int = 25) -> None:
         if not isinstance(model, ChatModel):
             raise TypeError("model must implement icml26.core.llm.ChatModel")
+        if not isinstance(max_consecutive_failures, int) or max_consecutive_failures < 0:
+            raise ValueError("max_consecutive_failures must be an int >= 0")
         self.model, self.screener = model, screener
         self.max_repairs, self.max_chars = max_repairs, max_chars
+        self.max_consecutive_failures = max_consecutive_failures
         self.name = f"chat:{getattr(model, 'name', 'model')}"
+        self.failure_kinds: list[str] = []
+        self.n_failures = 0
+        self._in_a_row = 0
 
     def screen(self, convs):
         if self.screener is None:
@@ -215,13 +256,28 @@ class ChatSchemaClassifier:
 
     def classify(self, convs):
         out = np.zeros((len(convs), 3), dtype=np.int64)
+        self.failure_kinds = []
         for i, c in enumerate(convs):
             body = c.text(("user", "assistant"))[-self.max_chars:]
             msgs = [{"role": "system", "content": RUBRIC},
                     {"role": "user", "content": f"<conversation>\n{body}\n</conversation>"}]
-            res = complete_structured(self.model, msgs, parse_levels, max_repairs=self.max_repairs,
-                                      max_tokens=200, temperature=0.0)
-            out[i] = res.value
+            try:
+                res = complete_structured(self.model, msgs, parse_levels,
+                                          max_repairs=self.max_repairs, max_tokens=200,
+                                          temperature=0.0)
+                out[i] = res.value
+                self._in_a_row = 0
+            except (LLMError, ValueError) as exc:   # StructuredOutputError is a ValueError
+                kind = failure_kind(exc)
+                out[i] = -1
+                self.failure_kinds.append(kind)
+                self.n_failures += 1
+                self._in_a_row += 1
+                if self.max_consecutive_failures and \
+                        self._in_a_row >= self.max_consecutive_failures:
+                    raise LLMUnavailableError(
+                        f"the LLM could not rate {self._in_a_row} conversations in a row (last "
+                        f"failure: {kind})") from None
         return out
 
 
@@ -235,14 +291,35 @@ def default_classifier(seed: int = 0, n_train: int = 1200) -> TfidfSchemaClassif
 
 
 def agreement(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
-    """Exact and within-one-level agreement over all axes (the paper's validation metrics)."""
+    """Agreement of severity levels (0..3) with reference labels, over all entries.
+
+    ``exact`` and ``within_one`` are the paper's validation metrics; both reward a constant
+    "none" rater on traffic that is mostly "none". The chance-corrected statistics do not:
+    ``kappa_quadratic`` is Cohen's kappa with quadratic weights (scikit-learn's
+    ``cohen_kappa_score``; 0 for a constant rater, 1 for perfect agreement) and
+    ``balanced_recall`` the mean over the levels present in ``truth`` of the share of that level
+    predicted exactly (a constant rater gets 1 / #levels).
+    """
+    from sklearn.metrics import cohen_kappa_score
+
     pred, truth = np.asarray(pred), np.asarray(truth)
     if pred.shape != truth.shape:
         raise ValueError(f"shape mismatch {pred.shape} vs {truth.shape}")
     d = np.abs(pred - truth)
-    return {"exact": float((d == 0).mean()), "within_one": float((d <= 1).mean())}
+    p, t = pred.ravel().astype(int), truth.ravel().astype(int)
+    if np.unique(np.concatenate([p, t])).size < 2:
+        kappa = 1.0   # both raters constant and equal: nothing to correct for
+    else:
+        kappa = float(cohen_kappa_score(t, p, labels=list(range(len(LEVELS))),
+                                        weights="quadratic"))
+        kappa = 0.0 if kappa != kappa else kappa
+    present = np.unique(t)
+    bal = float(np.mean([np.mean(p[t == lv] == lv) for lv in present]))
+    return {"exact": float((d == 0).mean()), "within_one": float((d <= 1).mean()),
+            "kappa_quadratic": kappa, "balanced_recall": bal}
 
 
-__all__ = ["AXIS_TITLES", "LEVELS", "RUBRIC", "ChatSchemaClassifier", "OracleClassifier",
+__all__ = ["AXIS_TITLES", "LEVELS", "RUBRIC", "ChatSchemaClassifier", "LLMUnavailableError",
+           "OracleClassifier",
            "SchemaClassifier", "TfidfSchemaClassifier", "agreement", "as_conversations",
            "default_classifier", "parse_levels"]

@@ -1,17 +1,25 @@
-"""Streaming reader of conversation logs in JSON Lines (one conversation per line).
+"""Conversation records: validation of one decoded record, and the streaming JSON Lines reader.
 
-Accepted line format (the common chat format)::
+Accepted record shapes (one conversation per JSON object)::
 
     {"id": "c1", "user_id": "u7", "timestamp": "2025-03-02T10:00:00Z", "approval": 1,
      "domain": "relationships", "messages": [{"role": "user", "content": "..."},
                                              {"role": "assistant", "content": "..."}]}
 
-Only ``messages`` is required (``turns`` / ``conversation`` are accepted aliases, and ``text`` for
-``content``). ``approval`` may be 1/0/-1, true/false, "up"/"down" or null; ``timestamp`` an ISO
-date(time) or a Unix time. A line that does not parse, or parses to something that is not a
-conversation, is reported with its line number and reason (reasons never quote the line's content) and
-skipped; the rest is processed.
-The reader works on byte offsets so that a run can resume where it stopped.
+- our format and OpenAI-style ``messages`` lists: ``role`` in system/developer/user/assistant/
+  tool/function, ``content`` a string, null (a tool call) or a list of parts
+  (``{"type": "text", "text": ...}``; other parts are ignored);
+- ShareGPT: ``conversations`` with ``{"from": "human"|"gpt"|..., "value": ...}``;
+- aliases: ``turns`` / ``conversation`` for the list, ``text`` / ``value`` for the content,
+  ``conversation_id`` / ``conv_id`` / ``session_id`` / ``thread_id`` for ``id``, ``user`` for
+  ``user_id``, ``created_at`` / ``create_time`` for ``timestamp``, ``rating`` / ``feedback`` for
+  ``approval``.
+
+``approval`` may be 1/0/-1, true/false, "up"/"down" or null; ``timestamp`` an ISO date(time) or a
+Unix time in seconds (milli-, micro- and nanoseconds are recognised by their size), between
+1990 and 2100. A record that is not a conversation is reported with its line number and a reason
+from a fixed vocabulary (reasons never quote the line's content) and skipped. Other formats (JSON
+arrays, CSV) and encodings are read by :mod:`.readers`.
 """
 
 from __future__ import annotations
@@ -23,6 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROLES = ("system", "user", "assistant", "tool")
+# role (or ShareGPT "from") spellings -> one of ROLES
+ROLE_ALIASES = {
+    "system": "system", "developer": "system", "user": "user", "human": "user",
+    "prompter": "user", "customer": "user", "assistant": "assistant", "gpt": "assistant",
+    "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
+    "claude": "assistant", "bot": "assistant", "ai": "assistant", "agent": "assistant",
+    "tool": "tool", "function": "tool", "function_call": "tool", "observation": "tool",
+    "ipython": "tool"}
+MIN_YEAR, MAX_YEAR = 1990, 2100
 
 
 @dataclass(frozen=True)
@@ -76,42 +93,83 @@ def _timestamp(v):
     if v is None:
         return None
     if isinstance(v, int | float) and not isinstance(v, bool):
-        return _dt.datetime.fromtimestamp(float(v), tz=_dt.UTC)
-    if isinstance(v, str):
+        t = float(v)
+        if t != t or t in (float("inf"), float("-inf")):
+            raise ValueError("timestamp is not a finite number")
+        for scale in (1.0, 1e3, 1e6, 1e9):   # seconds, ms, us, ns since 1970
+            if abs(t / scale) < 1e11:
+                t /= scale
+                break
+        try:
+            ts = _dt.datetime.fromtimestamp(t, tz=_dt.UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError("timestamp out of range") from None
+    elif isinstance(v, str):
         s = v.strip().replace("Z", "+00:00")
         try:
-            return _dt.datetime.fromisoformat(s)
+            ts = _dt.datetime.fromisoformat(s)
         except ValueError:
-            pass
-    raise ValueError(f"timestamp must be an ISO date(time) or a Unix time, got a {type(v).__name__} "
-                     "that is neither")
+            raise ValueError("timestamp must be an ISO date(time) or a Unix time") from None
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=_dt.UTC)
+    else:
+        raise ValueError(f"timestamp must be an ISO date(time) or a Unix time, got a "
+                         f"{type(v).__name__}")
+    if not MIN_YEAR <= ts.year < MAX_YEAR:
+        raise ValueError(f"timestamp out of range (years {MIN_YEAR}-{MAX_YEAR - 1})")
+    return ts
+
+
+def _content(m: dict):
+    text = next((m[k] for k in ("content", "text", "value") if k in m), None)
+    if text is None:
+        return "" if "tool_calls" in m or "function_call" in m or "content" in m else None
+    if isinstance(text, list):   # OpenAI content parts
+        parts = [p.get("text") if isinstance(p, dict) else p for p in text]
+        if not all(isinstance(p, str) or p is None for p in parts):
+            return None
+        return "\n".join(p for p in parts if p)
+    return text if isinstance(text, str) else None
+
+
+def _first(obj: dict, keys: tuple[str, ...]):
+    return next((obj[k] for k in keys if obj.get(k) is not None), None)
 
 
 def parse_conversation(obj, *, line: int = 0, fallback_id: str | None = None) -> Conversation:
     """Validate one decoded JSON value as a :class:`Conversation`; :class:`MalformedLine` if not."""
     if not isinstance(obj, dict):
         raise MalformedLine(line, f"expected a JSON object, got {type(obj).__name__}")
-    msgs = next((obj[k] for k in ("messages", "turns", "conversation") if k in obj), None)
+    msgs = next((obj[k] for k in ("messages", "conversations", "turns", "conversation")
+                 if k in obj), None)
     if not isinstance(msgs, list) or not msgs:
         raise MalformedLine(line, "no non-empty 'messages' list")
     turns = []
     for i, m in enumerate(msgs):
         if not isinstance(m, dict):
             raise MalformedLine(line, f"message {i} is not an object")
-        role = m.get("role")
-        text = m.get("content", m.get("text"))
-        if role not in ROLES:
-            raise MalformedLine(line, f"message {i} has a role that is not one of {ROLES}")
+        role = m.get("role", m.get("from", m.get("author")))
+        if isinstance(role, dict):   # {"author": {"role": ...}}
+            role = role.get("role")
+        role = ROLE_ALIASES.get(role.strip().lower()) if isinstance(role, str) else None
+        if role is None:
+            raise MalformedLine(line, f"message {i} has a role that is not one of {ROLES} "
+                                "(or a known alias)")
+        text = _content(m)
         if not isinstance(text, str):
             raise MalformedLine(line, f"message {i} has no string 'content'")
         turns.append((role, text))
     try:
-        approval = _approval(obj.get("approval", obj.get("rating")))
-        ts = _timestamp(obj.get("timestamp", obj.get("created_at")))
+        approval = _approval(_first(obj, ("approval", "rating", "feedback")))
+        ts = _timestamp(_first(obj, ("timestamp", "created_at", "create_time", "time")))
     except ValueError as exc:
         raise MalformedLine(line, str(exc)) from None
-    cid = obj.get("id", fallback_id if fallback_id is not None else f"line-{line}")
-    uid = obj.get("user_id")
+    cid = _first(obj, ("id", "conversation_id", "conv_id", "session_id", "thread_id"))
+    if cid is None:
+        cid = fallback_id if fallback_id is not None else f"line-{line}"
+    uid = _first(obj, ("user_id", "user"))
+    if isinstance(uid, dict | list):
+        uid = json.dumps(uid, sort_keys=True)
     dom = obj.get("domain")
     return Conversation(id=str(cid), turns=tuple(turns), user_id=None if uid is None else str(uid),
                         timestamp=ts, approval=approval,
@@ -120,31 +178,20 @@ def parse_conversation(obj, *, line: int = 0, fallback_id: str | None = None) ->
 
 def iter_jsonl(path: str | Path, *, start_offset: int = 0, start_line: int = 0
                ) -> Iterator[tuple[int, int, Conversation | MalformedLine | None]]:
-    """Yield ``(line_number, offset_after_line, Conversation | MalformedLine | None)`` per line.
+    """Yield ``(line_number, offset_after_line, Conversation | MalformedLine | None)`` per line
+    of a UTF-8 JSON Lines file.
 
     ``None`` is a blank line. Reading starts at byte ``start_offset`` (the ``offset_after_line`` of
     the last processed line) with line numbers continuing from ``start_line``. Memory is one line.
+    (:func:`.readers.iter_source` reads every format and encoding.)
     """
-    with open(path, "rb") as fh:
-        fh.seek(start_offset)
-        line_no, offset = start_line, start_offset
-        for raw in fh:
-            line_no += 1
-            offset += len(raw)
-            s = raw.strip()
-            if not s:
-                yield line_no, offset, None
-                continue
-            try:
-                obj = json.loads(s)
-            except (ValueError, UnicodeDecodeError) as exc:
-                yield line_no, offset, MalformedLine(line_no, f"invalid JSON ({exc.__class__.__name__}:"
-                                                     f" {str(exc)[:80]})")
-                continue
-            try:
-                yield line_no, offset, parse_conversation(obj, line=line_no)
-            except MalformedLine as exc:
-                yield line_no, offset, exc
+    from .readers import Source, iter_source
+
+    head = Path(path).open("rb").read(3) if start_offset == 0 else b""
+    src = Source(path=Path(path), format="jsonl", encoding="utf-8",
+                 start=3 if head == b"\xef\xbb\xbf" else 0, delimiter=",", fingerprint={})
+    for number, _, end, item in iter_source(src, start_offset, start_line):
+        yield number, end, item
 
 
 def iter_records(records) -> Iterator[tuple[int, int, Conversation | MalformedLine | None]]:
