@@ -31,6 +31,14 @@ def _check(result):
     for d in cfg["mix_dims"]:
         for b in ("under", "well"):
             assert len(m["fm_net"][f"d{d}_{b}_early_deficit"]) == len(result["seeds"])
+    # every claim reads a trained net and is gated on its field error (issue 47); a failing gate
+    # makes it inconclusive, never reproduced / not reproduced
+    gates = {g["name"]: g for g in result["substrate"]}
+    assert set(gates) == {"mixture_field_learnt", "dirac_field_learnt", "digits_field_learnt"}
+    for c in claims.values():
+        assert c["gates"] and c["detectability"]["effect"] > 0, c["id"]
+        if any(not gates[g]["passed"] for g in c["gates"]):
+            assert c["verdict"] == "inconclusive" and "substrate" in c["inconclusive_reason"]
     return claims
 
 
