@@ -55,6 +55,7 @@ from icml26.harness import (
     Decision,
     ExperimentConfig,
     SeedOutput,
+    SubstrateCheck,
     paired_claim,
     paired_improvement,
     per_regime,
@@ -325,26 +326,53 @@ def _lower(m, arm: str, ref: str, regime: str = "in_dist"):
                               higher_is_better=False, label=f"{arm} vs {ref} regret: ")
 
 
-def _generalises(arm: str):
-    return lambda m, c: per_regime([(r, _lower(m, arm, "m0", r)) for r in OOD], require="all")
+def _generalises(arm: str, against: str = "m0"):
+    return lambda m, c: per_regime([(r, _lower(m, arm, against, r)) for r in OOD], require="all")
+
+
+RATIONALE_MARGIN = 0.1  # claim 4's non-inferiority margin: a 10-point drop (the brief's 90 % bar, 1 - 0.9)
 
 
 def _survives(arm: str):
     """Claim 4's rule on ``arm``: in every seed, the fraction of turns of the distilled (top-k
-    lowest-regret) held-out trajectories whose rationale is consistent is >= the threshold and
-    does not drop below M0's by more than 2 binomial standard errors of the gap."""
+    lowest-regret) held-out trajectories whose rationale is consistent is >= the threshold and is
+    non-inferior to M0's: gap - 2 binomial s.e. of the gap > -RATIONALE_MARGIN (a fixed margin; the
+    earlier form, gap >= -2 s.e., loosened with the noise; CLAIMS.md rule 8).
+
+    The s.e. it reads is a within-seed binomial one (valid for one seed), not an across-seed one, so
+    ``uses_se`` is False; its mde is 2 x the largest per-seed s.e. of the gap (the drop it resolves)."""
     def rule(m, c) -> Decision:
         v, v0 = np.asarray(m[arm]["kept_consistent"]), np.asarray(m["text_m0"]["kept_consistent"])
         se = np.hypot(np.asarray(m[arm]["kept_consistent_se"]),
                       np.asarray(m["text_m0"]["kept_consistent_se"]))
         above = bool(np.all(v >= c.rationale_threshold))
-        kept = bool(np.all(v - v0 >= -2.0 * se))
+        lower = v - v0 - 2.0 * se
+        kept = bool(np.all(lower > -RATIONALE_MARGIN))
         verdict = "reproduced" if above and kept else "not reproduced"
+        mde = float(2.0 * se.max())
         return Decision(verdict, f"{arm} vs text_m0 consistent rationales in distilled turns: "
-                                 f"{v.mean():.3f} vs {v0.mean():.3f} (threshold {c.rationale_threshold})",
+                                 f"{v.mean():.3f} vs {v0.mean():.3f} (threshold {c.rationale_threshold}; "
+                                 f"min lower bound {lower.min():+.3f} vs -{RATIONALE_MARGIN:g})",
                         {"consistent": v.tolist(), "m0_consistent": v0.tolist(), "gap_se": se.tolist(),
-                         "above_threshold": above, "no_drop": kept})
+                         "lower_bound": lower.tolist(), "margin": RATIONALE_MARGIN,
+                         "above_threshold": above, "no_drop": kept, "mde": mde},
+                        mde=mde, n=int(v.size), uses_se=False)
     return rule
+
+
+# Effects in regret units: M0 plays like uniform random (SFT on random play), whose expected regret on
+# the training regime (means ~ U(0, 1), K = 5, T = 25) is (K / (K + 1) - 1/2) T = 8.33.
+_UNIFORM_REGRET = (5 / 6 - 0.5) * 25
+
+# Substrate gate of the text track: the warm start writes consistent rationales, so "they survive
+# RMFT" can be tested (a warm start without them has nothing to keep).
+SUBSTRATE = (
+    SubstrateCheck("text_m0_rationales",
+                   "text_m0 (the warm start) writes consistent rationales in >= rationale_threshold "
+                   "(0.9) of its distilled turns",
+                   value=lambda m, c: float(np.mean(m["text_m0"]["kept_consistent"]))
+                   - c.rationale_threshold, low=0.0),
+)
 
 
 SCALE = ("laptop-scale: numerical decision transformer (d=32, 2 layers), Bernoulli MAB K=5 T=25, "
@@ -360,6 +388,10 @@ CLAIMS = (
         method="rmft", baseline="m0", control="random_k",
         control_description="the same loop keeping k random rollouts per task (random_k: same "
                             "rollout and SFT compute, no regret signal), vs M0 through the same rule",
+        effect=round(0.4 * _UNIFORM_REGRET, 2),
+        effect_source="brief acceptance check 1: RMFT regret <= 0.6 x M0's; M0 ~ uniform play, regret "
+                      "8.33 at K=5, T=25 -> a gap of 3.33",
+        positive="ad_ucb",
     ),
     paired_claim(
         id="regret_filter_drives_gain",
@@ -371,7 +403,11 @@ CLAIMS = (
         method="rmft", baseline="random_k", control="reward_k",
         control_description="best-of-L by realised reward (reward_k) vs random_k through the same "
                             "rule: if it passes too, selecting on outcomes explains the gain, not "
-                            "regret specifically",
+                            "regret specifically; then RMFT is judged against reward_k by the same "
+                            "rule (beyond the control)",
+        effect=round(0.15 * _UNIFORM_REGRET, 2),
+        effect_source="brief acceptance check 1: RMFT <= random-k regret - 15 %; 15 % of uniform "
+                      "play's 8.33 (random_k's level is not known before the run) -> 1.25",
     ),
     Claim(
         id="generalises",
@@ -386,7 +422,11 @@ CLAIMS = (
         decide=_generalises("rmft"),
         control_description="random_k (same compute, no regret signal) vs M0 through the same rule",
         control=_generalises("random_k"),
+        beyond=_generalises("rmft", against="random_k"),
         arms=ClaimArms(method="rmft", baselines=("m0",), control="random_k"),
+        effect=1.0,
+        effect_source="smallest that matters: 1 unit of cumulative regret per task in each regime "
+                      "(our choice; the brief's check 3 gives no size)",
     ),
     paired_claim(
         id="fol_lowers_regret",
@@ -403,6 +443,9 @@ CLAIMS = (
         method="experts_rmft", baseline="experts_m0", control="experts_random_k",
         control_description="the same experts loop keeping k random rollouts (same compute, no "
                             "regret signal) vs M0 through the same rule",
+        effect=1.0,
+        effect_source="smallest that matters: a quarter of uniform play's expected FOL pseudo-regret "
+                      "0.2 x 4/5 x 25 = 4 (our choice; the brief bounds FOL only against Hedge)",
     ),
     Claim(
         id="rationales_survive",
@@ -418,7 +461,7 @@ CLAIMS = (
               "MAB K=3 T=10, M0 = SFT on random play, text_iterations RMFT rounds of L=8 rollouts, "
               "top-k=2",
         rule="in every seed: text_rmft's consistent fraction >= rationale_threshold (0.9, the "
-             "brief's) and >= text_m0's minus 2 binomial s.e. of the gap",
+             "brief's) AND non-inferior to text_m0's: gap - 2 binomial s.e. of the gap > -0.1",
         decide=_survives("text_rmft"),
         control_description="text_action_only: the same RMFT loop (same rollouts, filter and SFT "
                             "steps) with the loss on the action only, the rationale tokens "
@@ -426,6 +469,10 @@ CLAIMS = (
                             "start, not distillation of the rationales",
         control=_survives("text_action_only"),
         arms=ClaimArms(method="text_rmft", baselines=("text_m0",), control="text_action_only"),
+        effect=RATIONALE_MARGIN,
+        effect_source="brief acceptance check 5: rationales in >= 90 % of selected trajectories -> a "
+                      "drop of 0.1 matters (also the non-inferiority margin)",
+        gates=("text_m0_rationales",),
     ),
 )
 
