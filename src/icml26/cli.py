@@ -6,8 +6,13 @@
     icml26 reproduce [SLUG ...] [--profile quick] [--out DIR] [--jobs N] [--strict]
     icml26 report [--results DIR] [--profile P]
 
-Exit status: 0 when every run completed (whatever the verdicts); 1 when a paper's run raised;
-2 on a usage error (unknown slug/profile/key, bad value, paper not implemented); 3 with
+Before any compute, ``run`` and ``reproduce`` check what the run needs
+(:mod:`icml26.harness.preflight`: packages, the output folder, ``--jobs``, ``--seeds``, a named
+``--llm`` server or Ray ``--address``); ``--check`` stops after those checks.
+
+Exit status: 0 when every run completed (whatever the verdicts); 1 when a paper's run raised or
+a paper of several was skipped for a missing package; 2 on a usage error before anything runs
+(unknown slug/profile/key, bad value, paper not implemented, a failed pre-run check); 3 with
 ``--strict`` when a claim was not reproduced.
 """
 
@@ -15,25 +20,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .harness.config import PROFILES, ConfigError
+from .harness.preflight import PreflightError
 from .harness.registry import PAPERS, UnknownPaperError, get_paper, implemented_papers
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
-
-
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds expects comma-separated integers, got {text!r}") from None
-    if not seeds or any(s < 0 for s in seeds):
-        raise argparse.ArgumentTypeError("--seeds needs one or more non-negative integers")
-    return seeds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="list the 19 papers with their status and last verdicts",
                    description="List the papers: slug, title, implemented or not, last verdicts.") \
-        .add_argument("--results", default="results", help="results folder to read verdicts from")
+        .add_argument("--results", default="results",
+                      help="results folder to read verdicts from (default: results/; papers "
+                           "without a result there show the checked-in docs/results/quick.json)")
 
     info = sub.add_parser("info", help="show one paper: metadata, API entry point, claims",
                           description="Show one paper's metadata, API entry point and claims.")
@@ -51,8 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     def add_run_flags(sp: argparse.ArgumentParser, default_profile: str) -> None:
         sp.add_argument("--profile", default=default_profile, choices=PROFILES,
                         help=f"smoke (<=15 s), quick (<=3 min) or full (<=30 min); default {default_profile}")
-        sp.add_argument("--seeds", type=_seeds, default=None,
-                        help="comma-separated seeds, overriding the profile's (e.g. 0,1,2)")
+        sp.add_argument("--seeds", default=None,
+                        help="comma-separated distinct seeds >= 0, overriding the profile's "
+                             "(e.g. 0,1,2)")
         sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, type- and range-checked (repeatable); "
                              "goes to every selected paper that declares KEY; SLUG.KEY=VALUE "
@@ -61,11 +62,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--strict", action="store_true",
                         help="exit 3 when a claim is not reproduced or inconclusive")
         sp.add_argument("--jobs", type=int, default=1,
-                        help="papers to run in parallel processes (default 1)")
+                        help="papers to run in parallel processes (>= 1; default 1)")
         sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
         sp.add_argument("--llm", metavar="URL", default=None,
                         help="OpenAI-compatible server for the papers' LLM roles, e.g. "
-                             "http://127.0.0.1:8080/v1 (default: offline models, no network)")
+                             "http://127.0.0.1:8080/v1 (default: offline models, no network); "
+                             "checked with one GET URL/models (10 s) before the run")
         sp.add_argument("--llm-model", metavar="NAME", default=None,
                         help="model name on the --llm server (default: the only one it serves)")
         sp.add_argument("--llm-cache", metavar="DIR", default=None,
@@ -77,10 +79,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="local (in process / --jobs N processes) or ray: one Ray task per "
                              "(paper, seed); needs icml26[ray]")
         sp.add_argument("--address", default=None,
-                        help="Ray cluster address (auto, ray://host:port); default: a local Ray")
+                        help="Ray cluster address (auto, HOST:PORT, ray://HOST:PORT; checked "
+                             "with a TCP connection, 15 s, before the run); default: a local Ray")
         sp.add_argument("--resume", action="store_true",
                         help="reuse the seeds an earlier run of the same config completed "
                              "(checkpoints under OUT/SLUG/PROFILE/.seeds/)")
+        sp.add_argument("--check", action="store_true",
+                        help="only run the pre-run checks (papers, config, packages, --out, "
+                             "--llm, --address) and exit: 0 when the run could start")
 
     run = sub.add_parser("run", help="reproduce one paper (or `all`)",
                          description="Run a paper's reproduction, judge its claims, write results.")
@@ -116,58 +122,130 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _last_verdicts(results: Path, slug: str) -> str:
+def _counts(claims: Sequence[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for c in claims:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in counts.items()) or "no claims"
+
+
+def _error_line(error: str) -> str:
+    """The last line of a traceback: the exception and its message."""
+    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "error"
+
+
+def checked_in_summary(profile: str = "quick") -> tuple[Path, dict[str, Any]] | None:
+    """``docs/results/PROFILE.json`` (the README's measured verdicts) from the current folder or
+    the source checkout this package runs from; None when neither has it."""
+    import json
+
+    here = Path(__file__).resolve().parents[2]  # the checkout root in a src layout
+    for root in (Path.cwd(), here):
+        path = root / "docs" / "results" / f"{profile}.json"
+        if path.is_file():
+            try:
+                return path, json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def _last_verdicts(results: Path) -> tuple[dict[str, str], str | None]:
+    """Per paper, its last verdicts (and a newer error next to them); a note naming the
+    checked-in summary when some papers' verdicts come from it."""
     from .harness.report import collect_latest
 
-    latest = collect_latest(results).get(slug)
-    if latest is None:
-        return ""
-    res = latest[1]
-    if res["status"] == "error":
-        return f"{res['profile']}: error"
-    counts: dict[str, int] = {}
-    for c in res["claims"]:
-        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
-    return f"{res['profile']}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    latest = collect_latest(results) if results.is_dir() else {}
+    errors = collect_latest(results, name="latest-error.json") if results.is_dir() else {}
+    summary = checked_in_summary("quick")
+    out: dict[str, str] = {}
+    used_summary = False
+    for slug in PAPERS:
+        text = ""
+        if slug in latest:
+            res = latest[slug][1]
+            text = f"{res['profile']}: {_counts(res['claims'])}"
+        elif summary is not None and slug in summary[1].get("papers", {}):
+            text = f"quick: {_counts(summary[1]['papers'][slug]['claims'])} (checked in)"
+            used_summary = True
+        if slug in errors:
+            err = errors[slug][1]
+            newer = slug not in latest or (err.get("started_at", "")
+                                           > latest[slug][1].get("started_at", ""))
+            if newer:
+                kind = "skipped" if err.get("skipped") else "error"
+                note = f"newer {err['profile']} run: {kind} ({_error_line(err.get('error', ''))})"
+                text = f"{text}; {note}" if text else note
+        out[slug] = text
+    note = None
+    if used_summary:
+        where = "no results there" if not latest else "papers without a result there"
+        note = (f"verdicts from {results}/ ({where}: \"checked in\" = the quick verdicts "
+                f"measured for the README, {summary[0]})")
+    return out, note
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="icml26 — ICML 2026 papers")
+    verdicts, note = _last_verdicts(Path(args.results))
+    table = Table(title="icml26 — ICML 2026 papers", caption=escape(note) if note else None)
     for col in ("#", "slug", "paper", "status", "last verdicts"):
         table.add_column(col)
     for info in PAPERS.values():
         status = "implemented" if info.implemented else "not implemented"
-        table.add_row(str(info.number), info.slug, info.short, status,
-                      _last_verdicts(Path(args.results), info.slug))
-    Console(width=160).print(table)
+        table.add_row(str(info.number), info.slug, escape(info.short), status,
+                      escape(verdicts.get(info.slug, "")))
+    Console(width=max(_width(), 100)).print(table)
     return EXIT_OK
+
+
+def _width() -> int:
+    """The terminal's width (80 when it cannot be told, never under 40)."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def _wrap(text: str, indent: str = "", hang: str = "    ") -> str:
+    """``text`` wrapped to the terminal's width, the first line after ``indent``, the others
+    after ``indent + hang``; a line that already fits is left as it is."""
+    width = _width()
+    out = []
+    for i, line in enumerate(str(text).splitlines() or [""]):
+        first = indent if i == 0 else indent + hang
+        if len(first + line) <= width:
+            out.append(first + line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line.strip(), width=width, initial_indent=first + lead,
+                                 subsequent_indent=indent + hang + lead,
+                                 break_on_hyphens=False, break_long_words=False))
+    return "\n".join(out)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     info = get_paper(args.slug)
-    print(f"{info.number}. {info.slug}: {info.title}")
-    print(f"  arXiv: {info.url or 'none found'}")
-    print(f"  code:  {info.code_url or 'none public'}")
+    print(_wrap(f"{info.number}. {info.slug}: {info.title}"))
+    print(_wrap(f"arXiv: {info.url or 'none found'}", "  "))
+    print(_wrap(f"code:  {info.code_url or 'none public'}", "  "))
     if not info.implemented:
         print("  status: not implemented")
         return EXIT_OK
-    print(f"  API:   {info.api or info.module_name}")
+    print(_wrap(f"API:   {info.api or info.module_name}", "  "))
     exp = info.experiment()
     for profile in PROFILES:
         cfg = exp.Config.from_profile(profile)
         print(f"  profile {profile}: seeds {list(cfg.seeds)}, budget {cfg.budget_s:.0f} s")
     print("  claims:")
     for c in exp.CLAIMS:
-        print(f"   - [{c.id}] {c.statement}")
-        print(f"       paper: {c.paper_value}")
-        print(f"       metric: {c.metric}; scale: {c.scale}")
-        print(f"       rule: {c.rule}")
-        print(f"       negative control: {c.control_description}")
+        print(_wrap(f"- [{c.id}] {c.statement}", "   ", "  "))
+        for label, value in (("paper", c.paper_value), ("metric", f"{c.metric}; scale: {c.scale}"),
+                             ("rule", c.rule), ("negative control", c.control_description)):
+            print(_wrap(f"{label}: {value}", "       ", "  "))
     if hasattr(exp, "describe"):
-        print(exp.describe())
+        print(_wrap(exp.describe(), "", ""))
     return EXIT_OK
 
 
@@ -241,22 +319,43 @@ class _RichProgress:
         return update
 
 
+def _failed_line(res: dict[str, Any], out: str) -> str:
+    """The message for a paper whose run raised: what raised, which seeds were kept, where the
+    traceback is."""
+    kept = res.get("seeds") or [] if res.get("partial") else []
+    failed = res.get("failed_seed")
+    where = f" in seed {failed}" if failed is not None else ""
+    seeds = (f"; seeds {kept} completed and kept (rerun with --resume to continue)" if kept
+             else "")
+    path = Path(out) / res["paper"] / res["profile"] / "latest-error.json"
+    return (f"{res['paper']}: ERROR{where}{seeds}; latest.json left unchanged\n"
+            f"  {_error_line(res.get('error', ''))}\n  full traceback: {path}")
+
+
 def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     from .core.llm.resolve import apply_llm_settings
+    from .harness.preflight import record_skipped
     from .harness.report import control_flag
     from .harness.runner import run_many
 
-    apply_llm_settings(args.llm, args.llm_model, args.llm_cache)  # env: reaches --jobs workers too
+    skipped = getattr(args, "skipped", [])
+    if skipped:
+        record_skipped(skipped, args.out, args.profile)
+        for sk in skipped:
+            print(f"{sk.slug}: SKIPPED before any compute: {sk.reason}", file=sys.stderr)
+        skip = {sk.slug for sk in skipped}
+        slugs = [s for s in slugs if s not in skip]
+    # env: reaches --jobs workers too; the model the pre-run check found when none was named
+    apply_llm_settings(args.llm, args.llm_model or getattr(args, "llm_model_found", None),
+                       args.llm_cache)
     with _RichProgress(not args.no_progress, len(slugs)) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
                            resume=args.resume, executor=args.executor, address=args.address)
-    code = EXIT_OK
+    code = EXIT_ERROR if skipped else EXIT_OK
     for res in results:
         if res["status"] == "error":
-            seeds = f" (seeds {res['seeds']} completed and kept)" if res.get("partial") else ""
-            print(f"{res['paper']}: ERROR{seeds}; latest.json left unchanged\n"
-                  f"{res.get('error', '')}", file=sys.stderr)
+            print(_failed_line(res, args.out), file=sys.stderr)
             code = EXIT_ERROR
             continue
         print(f"{res['paper']} [{res['profile']}] {res['runtime_s']:.1f} s, seeds {res['seeds']}")
@@ -272,6 +371,8 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
             from .harness.pins import write_pin
 
             print(f"pinned: {write_pin(res, Path('tests') / 'papers' / res['paper'])}")
+    for sk in skipped:
+        print(f"{sk.slug}: skipped ({sk.reason})", file=sys.stderr)
     if write_report:
         from .harness.report import write_report as _write
 
@@ -290,7 +391,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.pin and not (Path("tests") / "papers").is_dir():
         raise FileNotFoundError("--pin writes tests/papers/SLUG/expected_smoke.json: run it from "
                                 "the repository root")
-    _check_runnable(slugs, args)
+    _check_runnable(slugs, args, several=args.slug == "all")
+    if args.pin:
+        from .harness.preflight import check_writable_dir
+
+        for slug in slugs:
+            check_writable_dir(Path("tests") / "papers" / slug, "--pin")
+    if args.check:
+        return _checked(slugs, args)
     return _run(slugs, args, write_report=False)
 
 
@@ -301,14 +409,36 @@ def _device_override(args: argparse.Namespace) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     slugs = args.slugs or [p.slug for p in implemented_papers()]
-    _check_runnable(slugs, args)
+    _check_runnable(slugs, args, several=len(slugs) > 1)
+    if args.check:
+        return _checked(slugs, args)
     return _run(slugs, args, write_report=True)
 
 
-def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
-    """Usage errors surface before anything runs: unknown slug, not implemented, bad --set."""
+def _checked(slugs: Sequence[str], args: argparse.Namespace) -> int:
+    """``--check``: report the pre-run checks and stop."""
+    skipped = getattr(args, "skipped", [])
+    for sk in skipped:
+        print(f"{sk.slug}: would be skipped: {sk.reason}", file=sys.stderr)
+    ready = [s for s in slugs if s not in {sk.slug for sk in skipped}]
+    print(f"pre-run checks passed: {len(ready)} of {len(slugs)} papers ready to run "
+          f"({args.profile} profile, results in {args.out})")
+    return EXIT_ERROR if skipped else EXIT_OK
+
+
+def _check_runnable(slugs: Sequence[str], args: argparse.Namespace, several: bool = False) -> None:
+    """Everything is checked before anything runs: unknown slug, not implemented, bad --set or
+    --seeds, then the pre-run checks of :mod:`icml26.harness.preflight` (packages, --out, --jobs,
+    a named --llm server or Ray --address). With ``several`` papers, one whose package is missing
+    is skipped (``args.skipped``) instead of stopping the run."""
+    from .harness.preflight import check_run, parse_seeds
     from .harness.runner import build_config, route_overrides
 
+    if isinstance(args.seeds, str):
+        try:
+            args.seeds = parse_seeds(args.seeds)
+        except ValueError as exc:
+            raise PreflightError(str(exc)) from None
     _device_override(args)
     for slug in slugs:
         if not get_paper(slug).implemented:
@@ -316,23 +446,30 @@ def _check_runnable(slugs: Sequence[str], args: argparse.Namespace) -> None:
     routed = route_overrides(slugs, args.overrides)
     for slug in slugs:
         build_config(get_paper(slug).experiment(), args.profile, routed[slug], args.seeds)
+    checked = check_run(slugs, profile=args.profile, out=args.out, jobs=args.jobs,
+                        executor=args.executor, address=args.address, llm=args.llm,
+                        llm_model=args.llm_model, llm_cache=args.llm_cache, skip_missing=several)
+    args.skipped, args.llm_model_found = checked.skipped, checked.llm_model
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .harness.preflight import check_report_dir, check_writable_dir
     from .harness.report import write_report
 
-    if not Path(args.results).is_dir():
-        raise FileNotFoundError(f"no results folder {args.results!r}; run `icml26 reproduce` first")
+    check_report_dir(args.results)
     for extra in args.merge:
         if not Path(extra).is_dir():
             raise FileNotFoundError(f"no results folder {extra!r} to merge")
+    if args.readme:
+        if not Path("README.md").is_file():
+            raise FileNotFoundError("--readme rewrites ./README.md: run it from the repository root")
+        check_writable_dir(".", "--readme")
+        check_writable_dir(Path("docs") / "results", "--readme")
     md, html_path = write_report(args.results, args.profile, merge=args.merge)
     print(f"report: {md} and {html_path}")
     if args.readme:
         from .harness.readme import update_from_results
 
-        if not Path("README.md").is_file():
-            raise FileNotFoundError("--readme rewrites ./README.md: run it from the repository root")
         summary, changed = update_from_results(args.results, ".", args.profile or "quick")
         print(f"summary: {summary}; README tables rewritten: {[str(c) for c in changed] or 'none'}")
     return EXIT_OK
@@ -352,7 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (UnknownPaperError, ConfigError, NotImplementedError, FileNotFoundError) as exc:
+    except (UnknownPaperError, ConfigError, NotImplementedError, FileNotFoundError,
+            PreflightError) as exc:
         print(f"icml26: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # output piped into `head` and closed early: not an error

@@ -114,7 +114,10 @@ def test_cli_llm_flags_reach_the_paper(llm_paper, tmp_path, monkeypatch):
                 "--no-progress", "--llm", server.base_url, "--llm-model", "served",
                 "--llm-cache", str(cache)]
         assert main(argv) == 0
-        assert server.n_chat_requests == 6 and all(r["model"] == "served" for r in server.requests)
+        chats = [r for r in server.requests if r["path"].endswith("/chat/completions")]
+        assert len(chats) == 6 and all(r["model"] == "served" for r in chats)
+        # the pre-run check's one GET /models, before any chat request
+        assert server.requests[0] == {"path": "/v1/models"}
         saved = json.loads((tmp_path / "res" / "toy_llm" / "smoke" / "latest.json").read_text())
         assert saved["llm_usage"]["openai_compatible:served"]["requests"] == 6
         assert saved["metrics"]["method"]["chars"] == [3 * len("echo: q00")] * 2
