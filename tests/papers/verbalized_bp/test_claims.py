@@ -42,3 +42,27 @@ def test_quick_profile(tmp_path):
     claims = {c["id"]: c for c in res["claims"]}
     for cid in ("classic_values", "loop_vs_random", "obfuscation", "commitment"):
         assert claims[cid]["verdict"] == "reproduced", (cid, claims[cid]["ours"])
+
+
+def test_claims_declare_effects_and_the_seed_knob():
+    from icml26.harness.runner import protocol_knobs
+    from icml26.papers.verbalized_bp import experiment
+
+    for c in experiment.CLAIMS:
+        assert c.effect is not None and c.effect > 0 and c.effect_source, c.id
+    knobs = protocol_knobs(experiment, experiment.Config.full())
+    # the full profile's own seeds, quick's, and the set on which loop_vs_random flipped (issue 40)
+    assert knobs["seeds"] == (tuple(range(6)), (0, 1, 2), (3, 4, 5, 6, 7))
+
+
+def test_tolerance_rules_carry_their_resolution():
+    from icml26.papers.verbalized_bp.experiment import CLAIMS, Config, theory
+
+    claim = next(c for c in CLAIMS if c.id == "classic_values")
+    cfg = Config.smoke()  # letter only
+    th = theory("letter", cfg.leak)
+    arm = {"letter_value": [th["value"] - 0.01, th["value"], th["value"] + 0.01],
+           "letter_lie_rate": [th["lie_rate"]] * 3, "letter_honest_rate": [1.0] * 3}
+    d = claim.decide({"loop": arm}, cfg)
+    assert d.verdict == "reproduced" and d.n == 3 and not d.uses_se
+    assert d.mde == pytest.approx(2 * 0.01 / 3 ** 0.5)

@@ -71,6 +71,10 @@ MIN_HONEST = 0.98  # praise rate for good states
 TOL_GAIN = 0.02    # largest profitable deviation (either side)
 MIN_DROP = 0.10    # an ablation moves the value by at least this much
 
+# CLAIMS.md rule 9 (issue 40): loop_vs_random flipped on seeds 3-7 instead of 0-2. The full profile
+# re-runs every seed set below (its own six seeds, quick's three, and the set that flipped).
+PROTOCOL_KNOBS = {"seeds": (tuple(range(6)), (0, 1, 2), (3, 4, 5, 6, 7))}
+
 
 @dataclass(frozen=True)
 class Config(ExperimentConfig):
@@ -210,6 +214,16 @@ def _mean(m, arm: str, key: str) -> float:
     return mean_se(m[arm][key])[0]
 
 
+def _resolution(values) -> float:
+    """The distance from a tolerance bound a seed mean can resolve: 2 s.e. of the mean (0 for one
+    seed, whose spread is unmeasured; the tolerance rules read no s.e.), as ``threshold_rule``."""
+    return 2.0 * mean_se(values)[1] if len(values) >= 2 else 0.0
+
+
+def _det(values, mde: float) -> dict:
+    return {"mde": mde, "n": len(values), "uses_se": False}
+
+
 def _classic(arm: str):
     def rule(m, c: Config) -> Decision:
         regimes = []
@@ -217,11 +231,13 @@ def _classic(arm: str):
             th = theory(name, c.leak)
             v, lie, hon = (_mean(m, arm, f"{name}_{k}") for k in ("value", "lie_rate", "honest_rate"))
             ok = abs(v - th["value"]) <= TOL_VALUE and abs(lie - th["lie_rate"]) <= TOL_LIE and hon >= MIN_HONEST
+            vals = m[arm][f"{name}_value"]
             regimes.append((name, Decision(REPRODUCED if ok else NOT_REPRODUCED,
                                            f"value {v:.3f} (theory {th['value']:.3f}), lie rate {lie:.3f} "
                                            f"(theory {th['lie_rate']:.3f}), honest {hon:.3f}",
                                            {"value": v, "lie_rate": lie, "honest_rate": hon,
-                                            "theory_value": th["value"], "theory_lie_rate": th["lie_rate"]})))
+                                            "theory_value": th["value"], "theory_lie_rate": th["lie_rate"]},
+                                           **_det(vals, _resolution(vals)))))
         return per_regime(regimes, require="all", label=f"{arm}: ")
     return rule
 
@@ -233,19 +249,21 @@ def _equilibrium(arm: str):
             gs = _mean(m, arm, f"{name}_sender_gain")
             gr = _mean(m, arm, f"{name}_receiver_gain")
             ok = gs <= TOL_GAIN and gr <= TOL_GAIN
+            s_vals, r_vals = m[arm][f"{name}_sender_gain"], m[arm][f"{name}_receiver_gain"]
+            mde = max(_resolution(s_vals), _resolution(r_vals))
             regimes.append((name, Decision(REPRODUCED if ok else NOT_REPRODUCED,
                                            f"sender gain {gs:.4f}, receiver gain {gr:.4f}",
-                                           {"sender_gain": gs, "receiver_gain": gr})))
+                                           {"sender_gain": gs, "receiver_gain": gr}, **_det(s_vals, mde))))
         return per_regime(regimes, require="all", label=f"{arm}: ")
     return rule
 
 
-def _beats_random(arm: str):
+def _beats_random(arm: str, against: str = "random_search"):
     def rule(m, c: Config) -> Decision:
-        regimes = [(name, paired_improvement(m[arm][f"{name}_regret"], m["random_search"][f"{name}_regret"],
+        regimes = [(name, paired_improvement(m[arm][f"{name}_regret"], m[against][f"{name}_regret"],
                                              higher_is_better=False, label="regret "))
                    for name in c.scenarios]
-        return per_regime(regimes, require="all", label=f"{arm} vs random search: ")
+        return per_regime(regimes, require="all", label=f"{arm} vs {against}: ")
     return rule
 
 
@@ -258,9 +276,11 @@ def _ablation(arm: str, target: str):
             v = _mean(m, arm, f"{name}_value")
             drop = _mean(m, "loop", f"{name}_value") - v
             ok = abs(v - th[target]) <= TOL_VALUE and drop >= MIN_DROP
+            drops = [a - b for a, b in zip(m["loop"][f"{name}_value"], m[arm][f"{name}_value"], strict=True)]
             regimes.append((name, Decision(REPRODUCED if ok else NOT_REPRODUCED,
                                            f"value {v:.3f} (theory {th[target]:.3f}), drop from loop {drop:.3f}",
-                                           {"value": v, "theory": th[target], "drop": drop})))
+                                           {"value": v, "theory": th[target], "drop": drop},
+                                           **_det(drops, _resolution(drops)))))
         return per_regime(regimes, require="all", label=f"{arm}: ")
     return rule
 
@@ -282,6 +302,8 @@ CLAIMS = (
                              "commitment; it must not land on the classic values"),
         control=_classic("loop_credulous"),
         arms=ClaimArms(method="loop", baselines=("full_disclosure",), control="loop_credulous"),
+        effect=TOL_VALUE,
+        effect_source="brief acceptance checks: |value - V*| <= 0.03 (the distance from theory that matters)",
     ),
     Claim(
         id="equilibrium",
@@ -297,6 +319,8 @@ CLAIMS = (
                              "mechanism is needed"),
         control=_equilibrium("random_search"),
         arms=ClaimArms(method="loop", control="random_search"),
+        effect=TOL_GAIN,
+        effect_source="brief acceptance checks: largest profitable deviation <= 0.02",
     ),
     Claim(
         id="loop_vs_random",
@@ -310,7 +334,11 @@ CLAIMS = (
         control_description=("the same loop shown its history with the scores permuted: the same proposal "
                              "distribution without the feedback"),
         control=_beats_random("loop_shuffled"),
+        beyond=_beats_random("loop", against="loop_shuffled"),
         arms=ClaimArms(method="loop", baselines=("random_search",), control="loop_shuffled"),
+        effect=TOL_VALUE,
+        effect_source="smallest that matters: a regret gap of 0.03, the brief's value tolerance (our choice; "
+                      "the paper gives no size)",
     ),
     Claim(
         id="obfuscation",
@@ -326,6 +354,8 @@ CLAIMS = (
                              "says the value does not move; the rule (prediction at leak 0.9) must fail"),
         control=_ablation("no_obfuscation_lowleak", "no_obfuscation"),
         arms=ClaimArms(method="no_obfuscation", control="no_obfuscation_lowleak"),
+        effect=MIN_DROP,
+        effect_source="brief acceptance checks: an ablation moves the value by >= 0.10",
     ),
     Claim(
         id="commitment",
@@ -342,6 +372,8 @@ CLAIMS = (
                              "missing commitment"),
         control=_ablation("full_disclosure", "no_information"),
         arms=ClaimArms(method="no_commitment", control="full_disclosure"),
+        effect=MIN_DROP,
+        effect_source="brief acceptance checks: an ablation moves the value by >= 0.10",
     ),
 )
 
