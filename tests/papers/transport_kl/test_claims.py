@@ -66,3 +66,23 @@ def test_quick_has_no_powerless_control(tmp_path):
     for c in result["claims"]:
         _not_powerless(c)
     assert result["tuning"]["wkl@di_anisotropic_1e-06"]["grid_size"] == 9
+
+
+def test_lam_grid_lower_end_is_a_protocol_knob():
+    """Issue 47: the lower end of the shared λ grid can flip `feedback`; full sweeps it, every
+    setting a valid grid of the same size as the full profile's own."""
+    from icml26.harness.runner import protocol_knobs
+
+    full = experiment.Config.full()
+    knobs = protocol_knobs(experiment, full)
+    assert set(knobs) == {"lam_grid"}
+    assert full.lam_grid in knobs["lam_grid"]
+    assert min(min(g) for g in knobs["lam_grid"]) <= 1e-9
+    assert {len(g) for g in knobs["lam_grid"]} == {len(full.lam_grid)}
+    for grid in knobs["lam_grid"]:
+        dataclasses.replace(full, lam_grid=grid)  # inside the Config bounds
+
+
+def test_every_claim_declares_its_effect():
+    for claim in experiment.CLAIMS:
+        assert claim.effect and claim.effect_source, claim.id
