@@ -50,7 +50,11 @@ SCALE = ("laptop-scale instrument check: synthetic conversations from template b
          "place of Claude Opus 4.5; the paper's 1.5M real conversations are not available")
 # decision constants, fixed before the first run
 MIN_COVERAGE = 0.80      # nominal 0.95; 3 axes x seeds intervals, slack for binomial noise
-MIN_WITHIN_ONE = 0.90    # brief's target (paper: > 0.95 for Opus 4.5)
+MIN_WITHIN_ONE = 0.90    # brief's target (paper: > 0.95 for Opus 4.5); reported, no longer the rule
+# agreement rule since issue 42: a constant "none" rater passes within-one >= 0.90 on any corpus
+# that is > 90% "none" (real traffic is > 99%); quadratic-weighted Cohen's kappa is 0 for it.
+# 0.60 is the lower edge of "substantial" agreement (Landis & Koch 1977, Biometrics 33:159)
+MIN_KAPPA = 0.60
 SEED_SHARE = 2 / 3       # per-seed sign agreement needed besides the pooled test
 ALPHA = 0.05
 
@@ -126,7 +130,8 @@ def _stat_metrics(rep: dict, expected: dict) -> dict[str, float]:
     m["trend_z"] = rep["trend"]["any_potential"]["z"]
     ap = rep["approval"]
     m["approval_diff"] = ap.get("difference", float("nan"))
-    g, r = ap.get("n_group", 0), ap.get("n_rest", 0)
+    # groups held back below k_min users count as empty (their rates are not published)
+    g, r = (ap["n_group"], ap["n_rest"]) if "difference" in ap else (0, 0)
     m["approval_x1"] = round(ap.get("rate_group", 0) * g)
     m["approval_n1"], m["approval_x2"], m["approval_n2"] = g, round(ap.get("rate_rest", 0) * r), r
     return m
@@ -201,6 +206,8 @@ def _run(config: Config, seed: int, work: Path) -> SeedOutput:
         rel = y_held.max(1) > 0
         axis_ok = float(np.mean(pred[rel].argmax(1) == y_held[rel].argmax(1)))
         metrics.setdefault(name, {}).update({"within_one": ag["within_one"], "exact": ag["exact"],
+                                             "kappa": ag["kappa_quadratic"],
+                                             "balanced_recall": ag["balanced_recall"],
                                              "axis_accuracy": axis_ok})
     return SeedOutput(metrics=metrics, extras=extras)
 
@@ -256,19 +263,29 @@ def _approval_rule(arm):
         d = np.asarray(metrics[arm]["approval_diff"], dtype=float)
         share = float(np.mean(d > 0))
         ok = nd["ci_low"] > 0 and share >= SEED_SHARE
+        # the difference that would just pass: the pooled interval's half-width
         return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                         f"{arm}: pooled thumbs-up difference {nd['difference']:+.3f} "
                         f"[{nd['ci_low']:+.3f}, {nd['ci_high']:+.3f}]; positive in "
-                        f"{int((d > 0).sum())}/{d.size} seeds", {"pooled": nd, "per_seed": d.tolist()})
+                        f"{int((d > 0).sum())}/{d.size} seeds", {"pooled": nd, "per_seed": d.tolist()},
+                        mde=(nd["ci_high"] - nd["ci_low"]) / 2, n=int(d.size))
     return rule
 
 
 def _agreement_rule(arm):
     def rule(metrics, config) -> Decision:
-        d = threshold_rule(metrics[arm]["within_one"], low=MIN_WITHIN_ONE,
-                           label=f"{arm}: within-one agreement ")
-        ex = float(np.mean(metrics[arm]["exact"]))
-        return Decision(d.verdict, f"{d.ours}; exact {ex:.3f}", {**d.evidence, "exact": ex})
+        d = threshold_rule(metrics[arm]["kappa"], low=MIN_KAPPA,
+                           label=f"{arm}: quadratic-weighted kappa ")
+        extra = {k: float(np.mean(metrics[arm][k])) for k in ("within_one", "exact",
+                                                              "balanced_recall")}
+        const = {k: float(np.mean(metrics["majority"][k])) for k in ("kappa", "within_one",
+                                                                     "balanced_recall")}
+        return Decision(d.verdict, f"{d.ours}; within-one {extra['within_one']:.3f}, exact "
+                        f"{extra['exact']:.3f}, balanced recall {extra['balanced_recall']:.3f} "
+                        f"(constant 'none' rater: kappa {const['kappa']:.2f}, within-one "
+                        f"{const['within_one']:.3f})",
+                        {**d.evidence, **extra, "constant_rater": const}, mde=d.mde, n=d.n,
+                        uses_se=d.uses_se)
     return rule
 
 
@@ -295,27 +312,37 @@ CLAIMS = (
           f"mean coverage over 3 axes x seeds >= {MIN_COVERAGE}", _coverage_rule("tfidf"),
           "classifier trained on row-shuffled labels (same features, same data, no label signal)",
           _coverage_rule("shuffled"),
-          ClaimArms(method="tfidf", baselines=("oracle",), control="shuffled")),
+          ClaimArms(method="tfidf", baselines=("oracle",), control="shuffled"),
+          # nominal 0.95 minus the rule's 0.80 line: the margin a calibrated interval set has
+          effect=0.15, effect_source="Wilson nominal coverage 0.95 minus the rule's line 0.80"),
     Claim("domain_ranking", "Any-potential rates rank relationships > healthcare > software.",
           "relationships ~8%, healthcare ~5%, software < 1% (brief; planted here)",
           "smallest gap of the ranking, min(rel - health, health - software) (> 0: recovered)",
           SCALE, "ranking recovered (gap > 0) in every seed",
           _domain_rule("tfidf"), "classifier trained on shuffled labels", _domain_rule("shuffled"),
-          ClaimArms(method="tfidf", baselines=("oracle",), control="shuffled")),
+          ClaimArms(method="tfidf", baselines=("oracle",), control="shuffled"),
+          # the smallest planted gap of the ranking: relationships 0.08 vs healthcare 0.05
+          effect=0.03, effect_source="smallest planted gap of the ranking (relationships 0.08 vs "
+                                     "healthcare 0.05; brief's rates)"),
     Claim("trend", "A rising trend over quarters is detected.",
           "prevalence rose Q4 2024 -> Q4 2025 (planted: +60% first to last quarter)",
           "Cochran-Armitage trend test on any-potential by quarter", SCALE,
           f"seeds pooled: two-sided p < {ALPHA} with z > 0, and z > 0 in >= 2/3 of seeds",
           _trend_rule("tfidf"), "the same pipeline on a null world with no planted trend",
           _trend_rule("null_tfidf"),
-          ClaimArms(method="tfidf", baselines=("oracle",), control="null_tfidf")),
+          ClaimArms(method="tfidf", baselines=("oracle",), control="null_tfidf"),
+          effect=0.6, effect_source="planted relative rise from the first to the last quarter "
+                                    "(our choice; the paper reports a rise, not its size)"),
     Claim("approval", "Moderate-or-severe conversations get a higher thumbs-up rate than the rest.",
           "above-baseline thumbs-up for moderate/severe potential (qualitative; planted +0.8 log-odds)",
           "thumbs-up difference (moderate+ minus rest) with Newcombe 95% interval", SCALE,
           "seeds pooled: interval lower bound > 0, and difference > 0 in >= 2/3 of seeds",
           _approval_rule("tfidf"), "the same pipeline on a null world with no approval effect",
           _approval_rule("null_tfidf"),
-          ClaimArms(method="tfidf", baselines=("oracle",), control="null_tfidf")),
+          ClaimArms(method="tfidf", baselines=("oracle",), control="null_tfidf"),
+          # smallest that matters: 5 points of thumbs-up rate (planted: +0.17)
+          effect=0.05, effect_source="smallest that matters: +5 points of thumbs-up rate (our "
+                                     "choice; the paper's effect is qualitative, planted +0.17)"),
     Claim("privacy", "With scrubbing, a minimum number of distinct users per cluster and an auditor, "
           "no canary string reaches the report; every published cluster has >= k_min users.",
           "Clio design (no leakage measured in the paper); CanaryBench: 0 leaks with k_min 25 + "
@@ -326,11 +353,19 @@ CLAIMS = (
           "the same extractive summaries with no scrubbing, no threshold and no auditor",
           _privacy_rule("no_protection"),
           ClaimArms(method="private", baselines=("no_threshold", "no_scrub", "no_auditor"),
-                    control="no_protection")),
-    Claim("agreement", "The local classifier agrees with held-out labels within one severity level.",
+                    control="no_protection"),
+          # one canary in 20 (quick's count): any leak matters
+          effect=0.05, effect_source="one leaked canary in 20 (any leak matters)"),
+    Claim("agreement", "The local classifier agrees with held-out labels beyond chance.",
           "within one level: Opus 4.5 96.3%, Sonnet 4.5 90.3%; exact 74-76% (validation set)",
-          "conversation-level severity within one level of the held-out label", SCALE,
-          f"mean within-one agreement >= {MIN_WITHIN_ONE}", _agreement_rule("tfidf"),
+          "quadratic-weighted Cohen's kappa of conversation-level severity vs held-out labels "
+          "(chance-corrected: 0 for a constant rater); within-one, exact and balanced recall "
+          "reported beside it", SCALE,
+          f"mean kappa >= {MIN_KAPPA} (changed from within-one >= {MIN_WITHIN_ONE} after issue "
+          "42: a constant 'none' rater passes within-one on mostly-'none' traffic)",
+          _agreement_rule("tfidf"),
           "the same classifier trained on shuffled labels", _agreement_rule("shuffled"),
-          ClaimArms(method="tfidf", baselines=("majority",), control="shuffled")),
+          ClaimArms(method="tfidf", baselines=("majority",), control="shuffled"),
+          # one Landis & Koch band (0.4 -> 0.6): the smallest difference in agreement that matters
+          effect=0.2, effect_source="one Landis & Koch (1977) agreement band, 0.4 -> 0.6"),
 )
