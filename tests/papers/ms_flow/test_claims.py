@@ -36,3 +36,15 @@ def test_quick_controls_have_power(tmp_path):
     for c in claims.values():
         assert not c["negative_control"].get("identical_to"), c["id"]
     assert result["plots"]
+
+
+def test_nfe_budget_is_a_protocol_knob_and_claims_declare_effects():
+    """Issue 48: 4x the NFE for every arm flipped deblur; full sweeps nfe_budget (its own and 4x)."""
+    from icml26.harness.runner import protocol_knobs
+    from icml26.papers.ms_flow import experiment
+
+    full = experiment.Config.full()
+    knobs = protocol_knobs(experiment, full)
+    assert knobs == {"nfe_budget": (full.nfe_budget, 4 * full.nfe_budget)}
+    for claim in experiment.CLAIMS:
+        assert claim.effect and claim.effect_source, claim.id
