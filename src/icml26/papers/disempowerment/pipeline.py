@@ -42,6 +42,7 @@ import json
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -239,6 +240,7 @@ def _quote(ref, src: Source | None, privacy: PrivacyConfig) -> str:
 def _cluster(facets: list, privacy: PrivacyConfig, seed: int, n_clusters: int | None,
              src: Source | None = None) -> dict:
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     out = {"n_facets": len(facets), "n_clusters": 0, "suppressed_min_users": 0,
@@ -251,7 +253,9 @@ def _cluster(facets: list, privacy: PrivacyConfig, seed: int, n_clusters: int | 
     X = TfidfVectorizer(min_df=2, sublinear_tf=True).fit_transform(texts)
     k = n_clusters or max(2, int(round(np.sqrt(len(facets)))))
     k = min(k, len(facets))
-    km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(X)
+    with warnings.catch_warnings():   # fewer distinct facets than k on tiny inputs
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(n_clusters=k, n_init=3, random_state=seed).fit(X)
     dist = km.transform(X)
     vocab = _facet_vocabulary()
     out["n_clusters"] = k

@@ -297,11 +297,11 @@ def _iter_csv(src: Source, offset: int, number: int) -> Iterator:
         def finish(g: dict):
             if g["bad"]:
                 return MalformedLine(g["number"], g["bad"])
-            obj = _numeric_timestamps({"id": g["id"], "messages": g["messages"]} |
-                                      {k: g[k] for k in ("timestamp",) if g.get(k)})
+            obj = {"id": g["id"], "messages": g["messages"]}
             for k in ("timestamp", "user_id", "approval", "domain"):
                 if g.get(k) not in (None, ""):
                     obj[k] = g[k]
+            obj = _numeric_timestamps(obj)
             if isinstance(obj.get("approval"), str):
                 a = obj["approval"].strip().lower()
                 obj["approval"] = {"1": 1, "-1": -1, "0": 0, "true": True,
