@@ -35,8 +35,49 @@ def test_forced_modes_are_forced(smoke):
 def test_quick_profile_acceptance(tmp_path):
     result = run_paper(SLUG, "quick", out=tmp_path)
     assert result["status"] == "ok", result.get("error")
-    verdicts = {c["id"]: c["verdict"] for c in result["claims"]}
+    raw = {c["id"]: c["verdict_raw"] for c in result["claims"]}
     # the verbosity failure must exist, otherwise the demo is void (brief acceptance check 1)
-    assert verdicts["naive_misled"] == "reproduced"
+    assert raw["naive_misled"] == "reproduced"
     for c in result["claims"]:
         assert not c["negative_control"]["powerless"], c["id"]
+        # quick runs one seed: the training noise is unmeasured, so no verdict is evidence
+        assert c["verdict"] == "inconclusive" and "mde_note" in c["detectability"], c["id"]
+
+
+def _claim(cid):
+    from icml26.papers.adaptive_reasoning.experiment import CLAIMS
+
+    return next(c for c in CLAIMS if c.id == cid)
+
+
+def test_claims_declare_effects_and_gates():
+    from icml26.papers.adaptive_reasoning.experiment import CLAIMS, SUBSTRATE
+
+    names = {g.name for g in SUBSTRATE}
+    for c in CLAIMS:
+        assert c.effect is not None and c.effect > 0 and c.effect_source, c.id
+        assert c.gates and set(c.gates) <= names, c.id
+
+
+def test_fixed_margin_rules_measure_seed_noise():
+    import math
+
+    claim = _claim("closes_gap")
+    one = {"m2": {"robustness_gap": [0.1]}, "b0": {"robustness_gap": [0.6]}}
+    d = claim.decide(one, None)
+    assert d.verdict == "reproduced" and math.isinf(d.mde) and d.n == 1 and not d.uses_se
+    three = {"m2": {"robustness_gap": [0.1, 0.2, 0.1]}, "b0": {"robustness_gap": [0.6, 0.6, 0.7]}}
+    d = claim.decide(three, None)
+    assert d.verdict == "reproduced" and 0 < d.mde < 0.3 and d.n == 3
+
+
+def test_gates_on_synthetic_metrics():
+    from icml26.harness.claims import measure_gates
+    from icml26.papers.adaptive_reasoning.experiment import SUBSTRATE
+
+    m = {"b0_sft": {"overall/accuracy": [0.6], "robustness_gap": [0.5]},
+         "m1": {"overall/accuracy": [0.3]},
+         "b0": {"simple-verbose/think_rate": [0.8], "simple-concise/think_rate": [0.1]}}
+    gates = {g["name"]: g["passed"] for g in measure_gates(SUBSTRATE, m, None)}
+    assert gates == {"naive_sft_does_task": True, "aug_sft_does_task": False, "naive_sft_has_gap": True,
+                     "b0_thinks_on_verbose": True, "b0_direct_on_concise": True}

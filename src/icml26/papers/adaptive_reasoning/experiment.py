@@ -27,6 +27,7 @@ stage 2 only where augmented SFT + correctness-only GRPO (``ctrl_aug_acc``) fail
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ from icml26.harness import (
     Decision,
     ExperimentConfig,
     SeedOutput,
+    SubstrateCheck,
+    mean_se,
 )
 from icml26.harness.plots import save_figure
 
@@ -202,13 +205,24 @@ def _mean(m, arm: str, key: str) -> float:
     return float(np.mean(m[arm][key]))
 
 
+def _det(per_seed) -> dict:
+    """Detectability of a fixed-margin rule on trained models: its mde is 2 s.e. across seeds of the
+    per-seed quantity it compares (the margin must exceed the seed noise); with one seed the training
+    noise is unmeasured, so the mde is inf (the verdict is then inconclusive, never evidence). The rules
+    themselves read no s.e. (``uses_se`` False)."""
+    v = np.asarray(per_seed, dtype=float)
+    mde = 2.0 * mean_se(v)[1] if v.size >= 2 else math.inf
+    return {"mde": float(mde), "n": int(v.size), "uses_se": False}
+
+
 def _misled(m, arm: str) -> Decision:
     sv, sc = _mean(m, arm, "simple-verbose/think_rate"), _mean(m, arm, "simple-concise/think_rate")
     ok = sv >= 0.5 and sc <= 0.2
     note = "" if ok else " (no verbosity failure: task too easy or model robust)"
+    per_seed = np.asarray(m[arm]["simple-verbose/think_rate"]) - np.asarray(m[arm]["simple-concise/think_rate"])
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                     f"{arm}: think rate simple-verbose {sv:.2f} vs simple-concise {sc:.2f}{note}",
-                    {"arm": arm, "think_simple_verbose": sv, "think_simple_concise": sc})
+                    {"arm": arm, "think_simple_verbose": sv, "think_simple_concise": sc}, **_det(per_seed))
 
 
 def _closes_gap(m, arm: str, base: str = "b0", with_prob: bool = False) -> Decision:
@@ -216,12 +230,15 @@ def _closes_gap(m, arm: str, base: str = "b0", with_prob: bool = False) -> Decis
     ok = bool(np.all(gm <= gb - 0.30))
     text = f"gap {arm} {gm.mean():.2f} vs {base} {gb.mean():.2f}"
     evidence = {"arm": arm, "gap": gm.tolist(), "gap_base": gb.tolist()}
+    det = _det(gb - gm)
     if with_prob:  # the same gap in mean P(<think>), not only in greedy decisions
         pm, pb = np.asarray(m[arm]["think_prob_gap"]), np.asarray(m[base]["think_prob_gap"])
         ok = ok and bool(np.all(pm <= pb - 0.30))
         text += f"; P(think) gap {pm.mean():.2f} vs {pb.mean():.2f}"
         evidence.update(prob_gap=pm.tolist(), prob_gap_base=pb.tolist())
-    return Decision(REPRODUCED if ok else NOT_REPRODUCED, text, evidence)
+        det["mde"] = max(det["mde"], _det(pb - pm)["mde"])
+    evidence["mde"] = det["mde"] if math.isfinite(det["mde"]) else None
+    return Decision(REPRODUCED if ok else NOT_REPRODUCED, text, evidence, **det)
 
 
 def _efficient(m, arm: str) -> Decision:
@@ -236,17 +253,22 @@ def _efficient(m, arm: str) -> Decision:
              "complex_acc_within_3pts_of_always_think": cx >= cx_b1 - 0.03,
              "overall_acc_at_least_b0_minus_2pts": acc >= acc_b0 - 0.02}
     ok = all(parts.values())
+    # the primary quantity: M2's simple-verbose tokens as a fraction of B0's, per seed
+    ratio = np.asarray(m[arm]["simple-verbose/tokens"]) / np.maximum(np.asarray(m["b0"]["simple-verbose/tokens"]),
+                                                                      1e-9)
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                     f"{arm}: complex acc never/always-think {cx_b2:.2f}/{cx_b1:.2f}; "
                     f"sv tokens {tok_sv:.1f} vs b0 {tok_sv_b0:.1f}; tokens {tok:.1f} vs always-think "
                     f"{tok_b1:.1f}; complex acc {cx:.2f} vs {cx_b1:.2f}; acc {acc:.2f} vs b0 {acc_b0:.2f}",
                     {"arm": arm, **parts, "tok_sv": tok_sv, "tok_sv_b0": tok_sv_b0, "tokens": tok,
                      "tokens_always_think": tok_b1, "complex_acc": cx, "complex_acc_always_think": cx_b1,
-                     "acc": acc, "acc_b0": acc_b0, "complex_acc_never_think": cx_b2})
+                     "acc": acc, "acc_b0": acc_b0, "complex_acc_never_think": cx_b2},
+                    **_det(ratio))
 
 
 def _grpo_value(m, arm: str) -> Decision:
-    d_mode = float(np.mean(np.asarray(m[arm]["overall/mode_accuracy"]) - np.asarray(m["m1"]["overall/mode_accuracy"])))
+    d_seed = np.asarray(m[arm]["overall/mode_accuracy"]) - np.asarray(m["m1"]["overall/mode_accuracy"])
+    d_mode = float(np.mean(d_seed))
     acc, acc_m1 = _mean(m, arm, "overall/accuracy"), _mean(m, "m1", "overall/accuracy")
     tok, tok_m1 = _mean(m, arm, "overall/tokens"), _mean(m, "m1", "overall/tokens")
     better_mode = d_mode >= 0.02 and acc >= acc_m1 - 0.02
@@ -255,7 +277,28 @@ def _grpo_value(m, arm: str) -> Decision:
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                     f"{arm} - m1: mode acc {d_mode:+.3f}, acc {acc:.2f} vs {acc_m1:.2f}, tokens {tok:.1f} vs {tok_m1:.1f}",
                     {"arm": arm, "mode_acc_gain": d_mode, "acc": acc, "acc_m1": acc_m1, "tokens": tok,
-                     "tokens_m1": tok_m1, "better_mode": better_mode, "equal_mode_fewer_tokens": fewer_tokens})
+                     "tokens_m1": tok_m1, "better_mode": better_mode, "equal_mode_fewer_tokens": fewer_tokens},
+                    **_det(d_seed))
+
+
+CHANCE = 0.1  # a mod-10 answer drawn at random
+# Substrate gates (CLAIMS.md rule 8). The SFT models every arm starts from do the task (overall accuracy
+# >= 4x chance; our choice, the issue-43 convention of "4x random"), and the failure the method is meant
+# to fix exists (brief acceptance check 1: "if not, the costume task is too easy and the demo is void").
+SUBSTRATE = (
+    SubstrateCheck("naive_sft_does_task", "naive SFT (b0_sft) overall accuracy >= 4x chance",
+                   arm="b0_sft", metric="overall/accuracy", low=4 * CHANCE),
+    SubstrateCheck("aug_sft_does_task", "augmented SFT (m1) overall accuracy >= 4x chance",
+                   arm="m1", metric="overall/accuracy", low=4 * CHANCE),
+    SubstrateCheck("naive_sft_has_gap", "naive SFT's robustness gap >= 0.30 (a gap for stage 1 to close)",
+                   arm="b0_sft", metric="robustness_gap", low=0.30),
+    SubstrateCheck("b0_thinks_on_verbose", "B0 think rate on simple-verbose >= 0.5 (brief check 1)",
+                   arm="b0", metric="simple-verbose/think_rate", low=0.5),
+    SubstrateCheck("b0_direct_on_concise", "B0 think rate on simple-concise <= 0.2 (brief check 1)",
+                   arm="b0", metric="simple-concise/think_rate", high=0.2),
+)
+_SFT_GATES = ("naive_sft_does_task", "aug_sft_does_task")
+_B0_FAILURE = ("b0_thinks_on_verbose", "b0_direct_on_concise")
 
 
 SCALE = ("laptop-scale: ~0.1M-param char transformer trained from scratch on mod-10 costume "
@@ -275,6 +318,10 @@ CLAIMS = (
         control_description="the same rule applied to the method M2 (augmented SFT + GRPO)",
         control=lambda m, c: _misled(m, "m2"),
         arms=ClaimArms(method="b0", control="m2"),
+        effect=0.30,
+        effect_source="brief acceptance check 1: think rate >= 0.5 on simple-verbose vs <= 0.2 on "
+                      "simple-concise (0.30 between the bounds)",
+        gates=("naive_sft_does_task",),
     ),
     Claim(
         id="augmentation_closes_gap",
@@ -289,7 +336,11 @@ CLAIMS = (
         control_description="naive SFT + GRPO with the adaptive reward (B0): no augmentation; if it "
                             "passes, the reward alone closes the gap and stage 1 is not needed",
         control=lambda m, c: _closes_gap(m, "b0", "b0_sft", with_prob=True),
+        beyond=lambda m, c: _closes_gap(m, "m1", "b0", with_prob=True),
         arms=ClaimArms(method="m1", baselines=("b0_sft",), control="b0"),
+        effect=0.30,
+        effect_source="brief acceptance check 2: robustness gap reduced by 30 points",
+        gates=(*_SFT_GATES, "naive_sft_has_gap"),
     ),
     Claim(
         id="closes_gap",
@@ -304,7 +355,11 @@ CLAIMS = (
         control_description="augmented SFT + GRPO with a correctness-only reward (ctrl_aug_acc): stage 1 "
                             "without the adaptive reward; if it passes, the augmentation explains the gain",
         control=lambda m, c: _closes_gap(m, "ctrl_aug_acc"),
+        beyond=lambda m, c: _closes_gap(m, "m2", "ctrl_aug_acc"),
         arms=ClaimArms(method="m2", baselines=("b0",), control="ctrl_aug_acc"),
+        effect=0.30,
+        effect_source="brief acceptance check 2: M2 gap <= B0 gap - 30 points",
+        gates=(*_SFT_GATES, *_B0_FAILURE),
     ),
     Claim(
         id="efficiency",
@@ -322,6 +377,9 @@ CLAIMS = (
                             "of M2: stage 1 without the adaptive reward",
         control=lambda m, c: _efficient(m, "ctrl_aug_acc"),
         arms=ClaimArms(method="m2", baselines=("b0", "always_think", "never_think"), control="ctrl_aug_acc"),
+        effect=0.40,
+        effect_source="brief acceptance check 3: simple-verbose tokens >= 40 % below B0's (ratio 1 -> 0.6)",
+        gates=(*_SFT_GATES, "b0_thinks_on_verbose"),
     ),
     Claim(
         id="grpo_adds_value",
@@ -335,6 +393,10 @@ CLAIMS = (
         control_description="augmented SFT + GRPO with a correctness-only reward in place of M2",
         control=lambda m, c: _grpo_value(m, "ctrl_aug_acc"),
         arms=ClaimArms(method="m2", baselines=("m1",), control="ctrl_aug_acc"),
+        effect=0.02,
+        effect_source="smallest that matters: 2 points of mode accuracy, the rule's own bar (our choice; the "
+                      "brief's check 5 gives no size)",
+        gates=_SFT_GATES,
     ),
 )
 
