@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from icml26.harness import assert_pinned, run_paper
@@ -51,3 +52,24 @@ def test_quick_has_no_powerless_control(tmp_path):
     for c in result["claims"]:
         assert not c["negative_control"]["powerless"], c["id"]
     assert result["tuning"]["nammd@blob"]["grid_size"] == result["tuning"]["mmd@blob"]["grid_size"] == 25
+
+
+def test_claims_declare_effects_and_rules_carry_detectability():
+    import math
+
+    for c in CLAIMS:
+        assert c.effect is not None and c.effect > 0 and c.effect_source, c.id
+    cfg = Config.smoke()
+    eps = cfg.epsilons
+    size = next(c for c in CLAIMS if c.id == "boundary_size")
+    m = {"nammd": {f"dct_size_eps{e:g}": [0.04, 0.05, 0.06] for e in eps}}
+    d = size.decide(m, cfg)
+    assert d.mde is not None and math.isfinite(d.mde) and d.n == 3  # carried through the re-wrap
+    digits = next(c for c in CLAIMS if c.id == "digits_ranking")
+    levels = cfg.noise_levels
+    arm = {**{f"digits_stat_t{t:g}": [0.1 * i] * 3 for i, t in enumerate(levels)},
+           **{f"digits_reject_t{t:g}": [0.0] * 3 for t in levels}}
+    arm[f"digits_reject_t{levels[-1]:g}"] = [0.9, 1.0, 0.95]
+    d = digits.decide({"nammd": arm, "mmd": arm}, cfg)
+    assert d.verdict == "reproduced" and d.n == 3
+    assert d.mde == pytest.approx(2 * np.std([0.9, 1.0, 0.95], ddof=1) / np.sqrt(3))  # the primary leg's
