@@ -34,8 +34,8 @@ list over the network (README).
 
 from __future__ import annotations
 
-import json
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -202,6 +202,12 @@ greek latin turkish polish swedish hebrew god internet
 """.split()) | {t for t in _TITLES}
 
 
+def _fold(w: str) -> str:
+    """Lower case without diacritics (``José`` -> ``jose``) for gazetteer look-ups."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", w)
+                   if not unicodedata.combining(ch)).lower()
+
+
 def _is_cap(w: str) -> bool:
     return len(w) > 1 and w[0].isupper() and not w.isupper()
 
@@ -238,7 +244,7 @@ def _name_spans(text: str, catch_all: bool) -> list[tuple[int, int]]:
         return k + 1 < len(toks) and not text[toks[k][1]:toks[k + 1][0]].strip()
 
     for k, (s, _, w) in enumerate(toks):
-        low = w.lower()
+        low = _fold(w)
         start = _sentence_start(text, s)
         if _is_cap(w) or (w.isupper() and len(w) > 2):
             named = low in ALL_NAMES and (low not in AMBIGUOUS or (adjacent(k) and
@@ -262,7 +268,7 @@ def _name_spans(text: str, catch_all: bool) -> list[tuple[int, int]]:
                 w = toks[k][2]
                 if taken and text[toks[k - 1][1]:toks[k][0]].strip(" -'’"):
                     break
-                if _is_cap(w) or (w.isupper() and len(w) > 1 and w.lower() in ALL_NAMES):
+                if _is_cap(w) or (w.isupper() and len(w) > 1 and _fold(w) in ALL_NAMES):
                     if w.lower() in _COMMON_START and not strong:
                         break
                     flag[k] = True
@@ -411,18 +417,31 @@ def audit_text(text: str, vocabulary: frozenset[str] = frozenset()) -> tuple[int
     return (2, reasons) if reasons else (5, [])
 
 
+_JSON_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+                   "t": "\t"}
+
+
+def _unescape(m: re.Match) -> str:
+    e = m.group(1)
+    return chr(int(e[1:], 16)) if e[0] == "u" else _SIMPLE_ESCAPES[e]
+
+
 def find_leaks(folder, strings) -> list[str]:
     """The ``strings`` (e.g. canaries) that occur in any file under ``folder``; a release check
     to run on a report before sharing it. Files are read as UTF-8 (undecodable bytes replaced);
-    the match ignores case and also looks for each string's JSON-escaped form (``\\u00e1``)."""
+    the match ignores case, and JSON escapes (``\\n``, ``\\uXXXX``) in a file are decoded before
+    matching."""
     from pathlib import Path
 
     wanted = [s for s in dict.fromkeys(strings) if s]
-    forms = {s: {s.casefold(), json.dumps(s)[1:-1].casefold(),
-                 json.dumps(s, ensure_ascii=False)[1:-1].casefold()} for s in wanted}
+    folded = {s: s.casefold() for s in wanted}
     found: set[str] = set()
     for p in sorted(Path(folder).rglob("*")):
         if p.is_file():
-            text = p.read_bytes().decode("utf-8", "replace").casefold()
-            found.update(s for s in wanted if s not in found and any(f in text for f in forms[s]))
+            raw = p.read_bytes().decode("utf-8", "replace")
+            text = raw.casefold()
+            unescaped = _JSON_ESCAPE.sub(_unescape, raw).casefold()
+            found.update(s for s in wanted if s not in found and
+                         (folded[s] in text or folded[s] in unescaped))
     return [s for s in wanted if s in found]
