@@ -328,8 +328,8 @@ def _failed_line(res: dict[str, Any], out: str) -> str:
     seeds = (f"; seeds {kept} completed and kept (rerun with --resume to continue)" if kept
              else "")
     path = Path(out) / res["paper"] / res["profile"] / "latest-error.json"
-    return (f"{res['paper']}: ERROR{where}{seeds}; latest.json left unchanged\n"
-            f"  {_error_line(res.get('error', ''))}\n  full traceback: {path}")
+    return (f"{res['paper']}: ERROR{where}: {_error_line(res.get('error', ''))}\n"
+            f"  latest.json left unchanged{seeds}; full traceback: {path}")
 
 
 def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
@@ -446,9 +446,14 @@ def _check_runnable(slugs: Sequence[str], args: argparse.Namespace, several: boo
     routed = route_overrides(slugs, args.overrides)
     for slug in slugs:
         build_config(get_paper(slug).experiment(), args.profile, routed[slug], args.seeds)
+    from .core.llm.resolve import llm_settings
+
+    env = llm_settings()  # a server named by $ICML26_LLM_BASE_URL is checked like --llm
     checked = check_run(slugs, profile=args.profile, out=args.out, jobs=args.jobs,
-                        executor=args.executor, address=args.address, llm=args.llm,
-                        llm_model=args.llm_model, llm_cache=args.llm_cache, skip_missing=several)
+                        executor=args.executor, address=args.address,
+                        llm=args.llm or env["base_url"],
+                        llm_model=args.llm_model or env["model"],
+                        llm_cache=args.llm_cache or env["cache_dir"], skip_missing=several)
     args.skipped, args.llm_model_found = checked.skipped, checked.llm_model
 
 

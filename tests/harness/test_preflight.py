@@ -418,8 +418,10 @@ def test_failed_run_names_only_kept_seeds(tmp_path, capsys):
     code, _, err, _ = run_cli(["run", FAKE, "--profile", "smoke", "--out", out, "--set",
                                "fail_at_seed=0", "--no-progress"], capsys)
     assert code == 1 and "seeds []" not in err and "completed and kept" not in err
-    assert "ERROR in seed 0" in err and "RuntimeError: the fake paper was told to fail" in err
-    assert "latest-error.json" in err and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[0] == f"{FAKE}: ERROR in seed 0: RuntimeError: the fake paper was told to fail"
+    assert "latest-error.json" in lines[1] and "Traceback" not in err
     code, _, err, _ = run_cli(["run", FAKE, "--profile", "smoke", "--out", out, "--set",
                                "fail_at_seed=2", "--no-progress"], capsys)
     assert code == 1 and "seeds [0, 1] completed and kept" in err

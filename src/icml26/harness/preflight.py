@@ -17,7 +17,8 @@ What is checked, and when (:func:`check_run` is the entry point of ``run`` and `
 * **servers, only when named**: ``--llm URL`` gets one ``GET URL/models`` with a 10 s timeout
   (unreachable, refused, a 401/403, or no model to pick: exit 2 with the URL and the error);
   ``--executor ray --address HOST:PORT`` (or ``ray://HOST:PORT``) gets one TCP connection with a
-  15 s timeout. Nothing here opens a socket unless the user passed ``--llm`` or ``--address``.
+  15 s timeout. Nothing here opens a socket unless the user named a server (``--llm`` or
+  ``$ICML26_LLM_BASE_URL``, ``--address``).
 
 :func:`missing_modules` and :func:`pip_line` are also what ``tests/harness/test_preflight.py``
 checks against ``pyproject.toml``: every third-party module the package imports is either a core
@@ -58,6 +59,10 @@ OPT_IN_MODULES: dict[str, tuple[str, str]] = {
     "craftax": ("craftax", "dicode: the real Craftax backend when installed"),
     "jax": ("jax", "dicode: the real Craftax backend when installed"),
 }
+# the Hugging Face interop: core.lm.hf and each LLM paper's ``hf`` module (icml26[hf])
+OPT_IN_MODULES.update({m: (m, "the Hugging Face interop, the papers' hf modules (icml26[hf])")
+                       for m in ("transformers", "tokenizers", "trl", "peft", "datasets",
+                                 "accelerate", "safetensors")})
 
 # import name -> distribution name, where they differ
 DISTRIBUTIONS: dict[str, str] = {"sklearn": "scikit-learn", "ot": "pot"}

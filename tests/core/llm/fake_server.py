@@ -4,8 +4,9 @@ Replies ``"echo: <last user message>"`` (or ``reply_fn(messages)``) with usage `
 messages and ``completion_tokens`` = characters of the reply. Special user messages:
 ``"slow:<seconds>"`` sleeps before answering; ``"bad-request"`` answers 400. ``failures`` is a
 queue of statuses answered (in order) before any normal reply, e.g. ``[429, 500]``;
-``retry_after`` is the Retry-After header sent with a 429. The server counts requests and the
-largest number in flight at once.
+``retry_after`` is the Retry-After header sent with a 429. ``raw_body`` (bytes), when set, is
+answered with status 200 to every chat request instead of a completion (a broken proxy, an HTML
+error page). The server counts requests and the largest number in flight at once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class FakeServer:
         self.delay_s = delay_s
         self.failures: deque[int] = deque()
         self.retry_after: str | None = None
+        self.raw_body: bytes | None = None
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.in_flight = 0
@@ -102,6 +104,13 @@ class FakeServer:
                         headers = {"Retry-After": server.retry_after} if (
                             status == 429 and server.retry_after is not None) else {}
                         self._send(status, {"error": {"message": f"scripted {status}"}}, headers)
+                        return
+                    if server.raw_body is not None:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/html")
+                        self.send_header("Content-Length", str(len(server.raw_body)))
+                        self.end_headers()
+                        self.wfile.write(server.raw_body)
                         return
                     if last == "bad-request":
                         self._send(400, {"error": {"message": "model 'x' does not exist"}})

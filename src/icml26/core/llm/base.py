@@ -5,14 +5,20 @@ logprobs) -> Completion`` and ``complete_many(conversations, ...) -> list[Comple
 :class:`BaseChatModel` does the shared work once -- validate messages and parameters, look up
 and fill the disk cache, record usage, run batches in threads -- so a backend only implements
 ``_generate(messages, params) -> Completion``.
+
+A batch fails fast: the first call of :meth:`BaseChatModel.complete_many` that raises cancels
+the calls still queued and wakes the ones waiting to retry (:func:`batch_cancelled`,
+:func:`wait_unless_cancelled`), and its error is raised at once; a dead server ends a batch in
+the time one call takes to give up, not in the time of every call.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -20,6 +26,31 @@ from .cache import ResponseCache, cache_key
 from .errors import UnsupportedFeatureError
 from .messages import Message, SamplingParams, validate_messages
 from .usage import record_usage
+
+# Set, inside the worker threads of one complete_many call, to that batch's cancel event.
+_BATCH_CANCEL: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "icml26_llm_batch_cancel", default=None)
+
+
+def batch_cancelled() -> bool:
+    """True inside a :meth:`BaseChatModel.complete_many` worker whose batch has already failed."""
+    event = _BATCH_CANCEL.get()
+    return event is not None and event.is_set()
+
+
+def wait_unless_cancelled(seconds: float) -> bool:
+    """Sleep ``seconds`` (a retry's back-off), waking early when the calling batch is cancelled.
+    Return True when it was cancelled (the caller should give up instead of retrying)."""
+    event = _BATCH_CANCEL.get()
+    if event is None:
+        time.sleep(seconds)
+        return False
+    return event.wait(seconds)
+
+
+class BatchCancelledError(RuntimeError):
+    """A queued call of a batch whose other call already failed (never raised to the caller of
+    ``complete_many``: the first error is)."""
 
 
 @dataclass(frozen=True)
@@ -217,11 +248,31 @@ class BaseChatModel:
         plist = [SamplingParams(seed=s, **params) for s in seeds]
         if self.max_concurrency == 1 or n <= 1:
             return [self._complete_checked(m, p) for m, p in zip(checked, plist, strict=True)]
+        cancel = threading.Event()
+
+        def one(m: list[Message], p: SamplingParams) -> Completion:
+            if cancel.is_set():  # the batch failed while this call was queued
+                raise BatchCancelledError("cancelled: another call of the batch failed")
+            _BATCH_CANCEL.set(cancel)
+            return self._complete_checked(m, p)
+
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, n),
                                 thread_name_prefix=f"icml26-llm-{self.backend}") as pool:
             # each worker runs in a copy of the caller's context, so usage trackers see the calls
-            futures = [pool.submit(contextvars.copy_context().run, self._complete_checked, m, p)
+            futures = [pool.submit(contextvars.copy_context().run, one, m, p)
                        for m, p in zip(checked, plist, strict=True)]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in futures if f in done and f.exception() is not None]
+            if failed:
+                # fail fast: drop the queued calls, wake the ones backing off, and raise the
+                # first real error (input order) once the calls in flight have returned
+                cancel.set()
+                for f in futures:
+                    f.cancel()
+                errors = [f.exception() for f in failed]
+                first = next((e for e in errors if not isinstance(e, BatchCancelledError)),
+                             errors[0])
+                raise first
             return [f.result() for f in futures]
 
     def __repr__(self) -> str:

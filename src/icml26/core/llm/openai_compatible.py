@@ -9,7 +9,15 @@ Robustness: a per-request ``timeout``; up to ``max_retries`` retries with expone
 (``backoff_s * 2**attempt``, capped at ``max_backoff_s``, plus up to 10% jitter) on 429, 5xx,
 timeouts and connection errors, honouring a ``Retry-After`` header; other 4xx raise at once
 with the server's message. ``max_concurrency`` bounds the requests in flight from one client
-(a semaphore, so it also holds across threads that share the client).
+(a semaphore, so it also holds across threads that share the client). Inside a
+``complete_many`` batch that has already failed, a call waiting to retry gives up at once (the
+batch fails fast).
+
+A 200 answer whose body is not JSON, or not a chat completion, raises
+:class:`~icml26.core.llm.errors.LLMResponseError` (never an empty completion). The cache key
+holds the server's URL (without any user, password or query string) as well as the model, so
+two servers that serve the same model name never share cached answers; the API key is sent as
+a header only, never written to a cache entry, a result or an error message.
 """
 
 from __future__ import annotations
@@ -22,9 +30,9 @@ import random
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
-from .base import BaseChatModel, Completion, TokenLogprob, Usage
+from .base import BaseChatModel, Completion, TokenLogprob, Usage, wait_unless_cancelled
 from .errors import LLMConnectionError, LLMHTTPError, LLMResponseError, LLMTimeoutError
 from .messages import Message, SamplingParams
 from .usage import record_usage
@@ -231,12 +239,18 @@ class OpenAICompatible(BaseChatModel):
                     last = err
                     retry_after = parse_retry_after(resp.headers.get("retry-after"))
             if attempt < self.max_retries:
-                time.sleep(self._backoff(attempt, retry_after))
+                if wait_unless_cancelled(self._backoff(attempt, retry_after)):
+                    break  # another call of the batch failed: give up now, do not retry
         assert last is not None
-        if self.max_retries:
-            raise type(last)(f"{last} (gave up after {self.max_retries + 1} attempts)",
-                             *((last.status, last.body) if isinstance(last, LLMHTTPError) else ()))
-        raise last
+        tried = attempt + 1
+        if tried < self.max_retries + 1:
+            why = f"gave up after {tried} attempt{'s' if tried > 1 else ''}: the batch failed"
+        elif self.max_retries:
+            why = f"gave up after {tried} attempts"
+        else:
+            raise last
+        raise type(last)(f"{last} ({why})",
+                         *((last.status, last.body) if isinstance(last, LLMHTTPError) else ()))
 
     # -- model discovery ----------------------------------------------------------------------
     def model_id(self) -> str:
@@ -276,9 +290,19 @@ class OpenAICompatible(BaseChatModel):
         body.update(self.extra_body)
         return body
 
+    @property
+    def server_identity(self) -> str:
+        """The server's URL without credentials or query string: part of the cache key."""
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or ""
+        if ":" in host:  # IPv6
+            host = f"[{host}]"
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
     def cache_identity(self) -> str:
-        return self.model_id() + (json.dumps(self.extra_body, sort_keys=True)
-                                  if self.extra_body else "")
+        return (f"{self.model_id()} @ {self.server_identity}"
+                + (json.dumps(self.extra_body, sort_keys=True) if self.extra_body else ""))
 
     def _generate(self, messages: list[Message], params: SamplingParams) -> Completion:
         data = self._request("POST", self.endpoint, self.request_body(messages, params))
