@@ -144,6 +144,16 @@ def test_combined_rules_carry_the_mde():
     regimes = per_regime([("r1", a), ("r2", exact(True))], require="any")
     assert regimes.mde == 0.0
     assert per_regime([("r1", a), ("r2", exact(True))], require="all").mde == a.mde
+    # a non-inferiority leg whose noise exceeds its own margin is named as weak
+    noisy = noninferior([0.7, 1.3, 1.0], [1.0, 1.0, 1.0], margin=0.05)
+    assert noisy.effect == 0.05 and noisy.mde > 0.05
+    assert all_of(a, noisy).weak_legs == ("part1",) and all_of(a, b).weak_legs == ()
+    claim = Claim(id="c", statement="s", paper_value="p", metric="m", scale="toy", rule="r",
+                  decide=lambda m, c: all_of(a, noisy), control_description="d",
+                  control=lambda m, c: exact(m["b"]["x"][0] > 1), effect=0.5,
+                  arms=ClaimArms(method="a", control="b"))
+    entry = judge(claim, {"a": {"x": [1.0]}, "b": {"x": [1.0]}}, None)
+    assert entry["verdict"] == INCONCLUSIVE and "part1" in entry["inconclusive_reason"]
 
 
 def test_method_beating_a_passing_control_is_reproduced_beyond_control(tmp_path):

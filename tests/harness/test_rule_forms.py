@@ -23,11 +23,28 @@ def _mentions_se(node: ast.AST) -> bool:
     return False
 
 
+def _mde_calls(tree: ast.AST) -> set[int]:
+    """ids of calls whose value is assigned to a name containing ``mde``: a paired rule's minimum
+    detectable effect *is* ``max(margin, 2 s.e.)`` by definition; it is not a tolerance."""
+    out = set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else []
+        if any(isinstance(t, ast.Name) and "mde" in t.id for t in targets) and node.value is not None:
+            out |= {id(sub) for sub in ast.walk(node.value) if isinstance(sub, ast.Call)}
+        if isinstance(node, ast.keyword) and node.arg == "mde":
+            out |= {id(sub) for sub in ast.walk(node.value) if isinstance(sub, ast.Call)}
+    return out
+
+
 def growing_tolerances(source: str) -> list[int]:
-    """Lines of ``max(...)`` / ``np.maximum(...)`` calls one of whose arguments reads an s.e."""
+    """Lines of ``max(...)`` / ``np.maximum(...)`` calls one of whose arguments reads an s.e.
+    (outside an mde computation)."""
     lines = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call):
+    tree = ast.parse(source)
+    exempt = _mde_calls(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or id(node) in exempt:
             continue
         f = node.func
         fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
@@ -42,6 +59,9 @@ def test_the_detector_finds_the_widening_form():
     assert growing_tolerances("x = np.maximum(m, 2 * ev['gap_se'])") == [1]
     assert growing_tolerances("tol = max(margin, 2 * gap_se)") == [1]
     assert growing_tolerances("lo = mean - 2 * se > -margin\nk = max(a, b)") == []
+    # the paired rule's mde is max(margin, 2 s.e.) by definition: not a tolerance
+    assert growing_tolerances("mde = max(min_gap, 2 * se)") == []
+    assert growing_tolerances("d = Decision(v, mde=max(m, 2 * se))") == []
 
 
 def test_no_paper_widens_a_tolerance_with_the_noise():

@@ -88,6 +88,8 @@ class Decision:
     ``inf`` when the spread could not be measured, ``0`` for an exact computation), ``n`` the number
     of seeds it read, ``uses_se`` whether the rule reads a standard error (then it needs
     ``MIN_SE_SEEDS`` seeds). The helpers below fill them; a hand-written rule sets them itself.
+    ``effect`` is a leg's own built-in effect (a non-inferiority leg's margin), so that
+    :func:`all_of` can name the legs that cannot pass given their noise (``weak_legs``).
     """
 
     verdict: str
@@ -97,6 +99,8 @@ class Decision:
     mde: float | None = None
     n: int | None = None
     uses_se: bool = False
+    effect: float | None = None  # a leg's own built-in effect (a non-inferiority margin)
+    weak_legs: tuple[str, ...] = ()  # legs of a combined rule whose mde exceeds their own effect
 
     def __post_init__(self) -> None:
         if self.verdict not in RULE_VERDICTS:
@@ -432,6 +436,10 @@ def judge(claim: Claim, metrics: Metrics, config: Any,
         det["mde_note"] = "not measurable: fewer than 2 seeds"
     if claim.effect is not None and mde is not None and mde > claim.effect:
         reasons.append(f"underpowered: mde {_fmt(mde)} > effect {claim.effect:.3g}")
+    if decision.weak_legs:
+        det["weak_legs"] = list(decision.weak_legs)
+        reasons.append("underpowered: leg(s) " + ", ".join(decision.weak_legs)
+                       + " cannot pass given their noise (mde > their margin)")
     if claim.positive is not None:
         pos = claim.positive(metrics, config)
         det["positive_control"] = {"arm": claim.positive_arm, "verdict": pos.verdict,
@@ -620,7 +628,7 @@ def noninferior(method: Sequence[float], baseline: Sequence[float], *, margin: f
                 "lower_bound": lower, "margin": margin, "se_mult": se_mult, "mde": _detectable(mde)}
     ours = (f"{label}{m.mean():.4g} vs {b.mean():.4g} (gap {mean:+.3g} ± {se:.2g}; "
             f"lower bound {lower:+.3g} vs -{margin:g})")
-    det = {"mde": mde, "n": int(m.size), "uses_se": True}
+    det = {"mde": mde, "n": int(m.size), "uses_se": True, "effect": float(margin)}
     if lower > -margin:
         return Decision(REPRODUCED, ours, evidence, **det)
     if mean < -margin:
@@ -639,9 +647,9 @@ def threshold_rule(
     mean, se = mean_se(values)
     evidence = {"values": list(map(float, values)), "mean": mean, "se": se, "low": low, "high": high}
     ok = low <= mean <= high
-    # the distance from the bound this mean can resolve: 2 s.e. of the seed mean (0 for one seed,
-    # whose spread is unmeasured; the rule reads no s.e.)
-    mde = 2.0 * se if len(values) >= 2 else 0.0
+    # the distance from the bound this mean can resolve: 2 s.e. of the seed mean (inf for one
+    # seed, whose spread is unmeasured: use `exact` for a deterministic quantity)
+    mde = 2.0 * se if len(values) >= 2 else math.inf
     return Decision(REPRODUCED if ok else NOT_REPRODUCED, f"{label}{mean:.4g} ± {se:.2g}", evidence,
                     mde=mde, n=len(values), uses_se=False)
 
@@ -671,9 +679,13 @@ def all_of(*decisions: Decision, ours: str | None = None, primary: int = 0) -> D
         raise ValueError(f"primary must index one of the {len(decisions)} decisions, got {primary}")
     evidence = {f"part{i}": {"verdict": d.verdict, **d.evidence} for i, d in enumerate(decisions)}
     ns = [d.n for d in decisions if d.n is not None]
+    weak = [f"part{i}" for i, d in enumerate(decisions)
+            if i != primary and d.effect is not None and d.mde is not None and d.mde > d.effect]
+    weak += [f"part{i}.{w}" for i, d in enumerate(decisions) for w in d.weak_legs]
     return Decision(verdict, ours if ours is not None else "; ".join(d.ours for d in decisions),
                     evidence, mde=decisions[primary].mde, n=min(ns) if ns else None,
-                    uses_se=any(d.uses_se for d in decisions))
+                    uses_se=any(d.uses_se for d in decisions), effect=decisions[primary].effect,
+                    weak_legs=tuple(weak))
 
 
 def per_regime(

@@ -451,12 +451,12 @@ def _beats(m, arm: str, key: str, base_arm: str = "kl") -> Decision:
     kw = float(np.mean(m["kwkl"][key]))
     # the paired rule's mde max(min_gap, 2 s.e.) in units of the baseline's cost (computed from its
     # parts so that the margin is exactly PERF_MARGIN, not a rounding of min_gap / scale)
-    rel = (max(PERF_MARGIN, 2.0 * d.evidence["gap_se"] / scale)
-           if scale > 0 and d.mde is not None and math.isfinite(d.mde) else math.inf)
+    mde_rel = (max(PERF_MARGIN, 2.0 * d.evidence["gap_se"] / scale)
+               if scale > 0 and d.mde is not None and math.isfinite(d.mde) else math.inf)
     return dataclasses.replace(d, ours=d.ours + f"; kwkl {kw:.4g}",
                                evidence={**d.evidence, "kwkl_mean": kw,
-                                         "mde_relative": rel if math.isfinite(rel) else None},
-                               mde=rel)
+                                         "mde_relative": mde_rel if math.isfinite(mde_rel) else None},
+                               mde=mde_rel)
 
 
 def _di_rule(arm: str, base_arm: str = "kl"):
