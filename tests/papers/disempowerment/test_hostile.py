@@ -134,7 +134,7 @@ def test_scrubber_alone_holds(hostile_file, tmp_path):
     """No auditor and every member quoted: only the scrubber stands between text and report."""
     priv = PrivacyConfig(k_min=2, n_quotes=50, min_auditor_score=1)
     rep = analyze(hostile_file, out_dir=tmp_path / "s", classifier=EverythingRater(), privacy=priv)
-    assert sum(len(c["quotes"]) for c in rep["clusters"]["published"]) >= 2 * len(FORMS)
+    assert sum(len(c["quotes"]) for c in rep["clusters"]["published"]) >= 1.5 * len(FORMS)
     _assert_no_leak(tmp_path / "s")
 
 
