@@ -31,6 +31,7 @@ def test_quick_profile(tmp_path):
     # matched-KL claims report one regime per KL budget, the sweep claim one per (r, s) pair
     assert len(claims["model_ties_beats_dropping"]["regimes"]) == 3
     assert len(claims["silent_beats_forced_across_regimes"]["regimes"]) == 16
+    gates = {g["name"] for g in res["substrate"]}
     for cid, c in claims.items():
         if cid != "forced_choice_noise":
-            assert "oracle_gate" in c["evidence"], cid
+            assert c["gates"] and set(c["gates"]) <= gates, cid

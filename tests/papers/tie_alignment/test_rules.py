@@ -1,4 +1,4 @@
-"""tie_alignment claim rules: the oracle gate, frontier dominance with a noise-scaled equivalence
+"""tie_alignment claim rules: the oracle-label gates, frontier dominance with a noise-scaled equivalence
 margin, and the per-budget KL rule, on hand-made metrics with known answers."""
 
 from __future__ import annotations
@@ -6,12 +6,17 @@ from __future__ import annotations
 import pytest
 
 from icml26.harness import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, ConfigError
+from icml26.harness.claims import judge, measure_gates
 from icml26.papers.tie_alignment.experiment import (
     CLAIMS,
+    GATE,
+    GATES_A,
+    GATES_B,
+    LM_GATE,
+    SUBSTRATE,
     Config,
-    _gated,
     frontier_dominance,
-    oracle_gate,
+    oracle_margin,
 )
 
 TARGETS = (0.5, 1.0)
@@ -44,23 +49,41 @@ def test_frontier_dominance_wins_ties_and_mixed():
     assert [r.verdict for r in mixed.regimes] == [REPRODUCED, NOT_REPRODUCED]
 
 
-def test_oracle_gate_fails_when_a_noisy_labeler_beats_the_oracle():
+def test_oracle_margin_is_the_worst_budget_gap():
     good, bad = [1.2, 1.3, 1.4], [1.0, 1.1, 1.2]
     m = {"oracle": _arm(good, good), "noisy": _arm(bad, bad)}
-    ok, ev, reason = oracle_gate(m, TARGETS, (("oracle", "noisy"),))
-    assert ok and ev["passed"] and reason == ""
+    assert oracle_margin(m, "oracle", "noisy", TARGETS) == pytest.approx(0.2)
+    # the noisy labeler wins at one budget: the gate value is negative (the gate fails)
     m = {"oracle": _arm(good, bad), "noisy": _arm(bad, good)}
-    ok, ev, reason = oracle_gate(m, TARGETS, (("oracle", "noisy"),))
-    assert not ok and "noisy beats oracle at KL 1" in reason
-    # a failing gate makes any rule inconclusive, with the reason and the ungated verdict kept
-    m.update({"a": _arm(good, good), "b": _arm(bad, bad)})
-    rule = _gated(lambda mm, c: frontier_dominance(mm, "a", "b", TARGETS), lambda c: TARGETS,
-                  (("oracle", "noisy"),))
-    d = rule(m, None)
-    assert d.verdict == INCONCLUSIVE and d.evidence["reason"] == reason
-    assert d.evidence["ungated_verdict"] == REPRODUCED
-    m["oracle"], m["noisy"] = _arm(good, good), _arm(bad, bad)
-    assert rule(m, None).verdict == REPRODUCED
+    assert oracle_margin(m, "oracle", "noisy", TARGETS) == pytest.approx(-0.2)
+    assert oracle_margin(m, "oracle", "missing", TARGETS) != oracle_margin(m, "oracle", "missing", TARGETS)
+
+
+def test_oracle_gates_make_the_objective_claims_inconclusive():
+    """Issue 50: the cross pair (forced-oracle DPO vs drop-ties DPO on small-silent labels) is a
+    gate, not an exempted diagnostic; when drop-ties beats the oracle, the tier's objective claims
+    are inconclusive (substrate), whatever their rule says."""
+    cfg = Config.smoke()
+    assert "oracle_vs_small_drop_ties" in GATES_A and "lm_oracle_vs_small_drop_ties" in GATES_B
+    good, bad = [1.2, 1.3, 1.4], [1.0, 1.1, 1.2]
+    arms = {a for _, oracle, noisy in (*GATE, *LM_GATE) for a in (oracle, noisy)}
+    m = {a: {f"reward_at_kl_{t:g}": list(bad) for t in (*cfg.kl_targets, *cfg.lm_kl_targets)}
+         for a in arms}
+    for a in ("dpo_oracle", "dpo_oracle_drop_ties", "rk_oracle_silent", "lm_dpo_oracle"):
+        m[a] = {k: list(good) for k in m[a]}
+    gates = {g["name"]: g for g in measure_gates(SUBSTRATE, m, cfg)}
+    assert all(g["passed"] for g in gates.values())
+    m["dpo_small_drop_ties"] = {k: [x + 0.5 for x in good] for k in m["dpo_small_drop_ties"]}
+    gates = {g["name"]: g for g in measure_gates(SUBSTRATE, m, cfg)}
+    assert not gates["oracle_vs_small_drop_ties"]["passed"]
+    assert not gates["silent_oracle_vs_small_drop_ties"]["passed"]
+    assert gates["lm_oracle_vs_small_drop_ties"]["passed"]
+    claim = next(c for c in CLAIMS if c.id == "model_ties_beats_dropping")
+    assert set(GATES_A) <= set(claim.gates)
+    m.update({a: {f"reward_at_kl_{t:g}": list(bad) for t in cfg.kl_targets}
+              for a in ("rk_small_silent", "rk_small_drop_ties")})
+    entry = judge(claim, m, cfg, list(gates.values()))
+    assert entry["verdict"] == INCONCLUSIVE and "substrate" in entry["inconclusive_reason"]
 
 
 def test_claims_name_distinct_controls_and_configs_validate():
