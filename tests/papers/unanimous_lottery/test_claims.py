@@ -53,6 +53,8 @@ def test_randomization_rule_is_per_family_and_can_fail():
     good = _regime_metrics(config, alg3=600.0, alg2=1000.0)
     d = claim.decide(good, config)
     assert d.verdict == REPRODUCED and len(d.regimes) == len(experiment.regime_families(config))
+    # its mde: 2 s.e. of the paired gap (seed spread 5 around the mean) over full's cost 1000
+    assert d.mde == pytest.approx(2 * 5.0 / 3**0.5 / 1000.0) and d.uses_se and d.n == 3
     assert claim.control(good, config).verdict != REPRODUCED    # Alg 2 ties full elicitation
     # Alg 3 no cheaper than full elicitation in one family: the claim fails there
     bad = _regime_metrics(config, alg3=600.0, alg2=1000.0)
