@@ -121,9 +121,18 @@ def _timestamp(v):
 
 
 def _content(m: dict):
-    text = next((m[k] for k in ("content", "text", "value") if k in m), None)
-    if text is None:
-        return "" if "tool_calls" in m or "function_call" in m or "content" in m else None
+    if "content" in m:
+        text = m["content"]
+        if text is None:
+            return ""   # an assistant turn that only calls a tool
+    elif "text" in m:
+        text = m["text"]
+    elif "value" in m:
+        text = m["value"]
+    else:
+        return "" if "tool_calls" in m or "function_call" in m else None
+    if type(text) is str:
+        return text
     if isinstance(text, list):   # OpenAI content parts
         parts = [p.get("text") if isinstance(p, dict) else p for p in text]
         if not all(isinstance(p, str) or p is None for p in parts):
@@ -133,25 +142,33 @@ def _content(m: dict):
 
 
 def _first(obj: dict, keys: tuple[str, ...]):
-    return next((obj[k] for k in keys if obj.get(k) is not None), None)
+    for k in keys:
+        v = obj.get(k)
+        if v is not None:
+            return v
+    return None
 
 
 def parse_conversation(obj, *, line: int = 0, fallback_id: str | None = None) -> Conversation:
     """Validate one decoded JSON value as a :class:`Conversation`; :class:`MalformedLine` if not."""
     if not isinstance(obj, dict):
         raise MalformedLine(line, f"expected a JSON object, got {type(obj).__name__}")
-    msgs = next((obj[k] for k in ("messages", "conversations", "turns", "conversation")
-                 if k in obj), None)
+    msgs = obj.get("messages")
+    if msgs is None:
+        msgs = next((obj[k] for k in ("conversations", "turns", "conversation") if k in obj), None)
     if not isinstance(msgs, list) or not msgs:
         raise MalformedLine(line, "no non-empty 'messages' list")
     turns = []
     for i, m in enumerate(msgs):
         if not isinstance(m, dict):
             raise MalformedLine(line, f"message {i} is not an object")
-        role = m.get("role", m.get("from", m.get("author")))
-        if isinstance(role, dict):   # {"author": {"role": ...}}
-            role = role.get("role")
-        role = ROLE_ALIASES.get(role.strip().lower()) if isinstance(role, str) else None
+        role = m.get("role")
+        if role is None:
+            role = m.get("from", m.get("author"))
+            if isinstance(role, dict):   # {"author": {"role": ...}}
+                role = role.get("role")
+        role = (ROLE_ALIASES.get(role) or ROLE_ALIASES.get(role.strip().lower())
+                if isinstance(role, str) else None)
         if role is None:
             raise MalformedLine(line, f"message {i} has a role that is not one of {ROLES} "
                                 "(or a known alias)")
