@@ -201,6 +201,23 @@ def test_every_pin_on_disk_reads_with_the_current_comparator():
 
 
 # -- the thread count ------------------------------------------------------------------------
+def test_every_smoke_profile_runs_on_one_torch_thread():
+    from icml26.harness import PAPERS
+
+    for info in PAPERS.values():
+        if info.implemented and info.module is None:
+            assert info.experiment().Config.smoke().torch_threads == 1, info.slug
+
+
+def test_a_pin_is_written_from_one_thread_only(tmp_path):
+    res = result(claim("c", gap_rule([1.0], [0.5])))
+    res["config"] = {"torch_threads": 2}
+    with pytest.raises(ValueError, match="one torch thread"):
+        pins.write_pin(res, tmp_path)
+    res["config"] = {"torch_threads": 1}
+    assert pins.write_pin(res, tmp_path).is_file()
+
+
 def test_a_training_papers_smoke_matches_its_pin_with_another_thread_count(tmp_path):
     """ms_flow trains float32 flows in its smoke run (~10 s), and its numbers change with
     torch's thread count; with 2 threads instead of the profile's 1 it still matches its pin."""

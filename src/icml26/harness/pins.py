@@ -181,6 +181,9 @@ def write_pin(result: Mapping[str, Any], folder: str | Path) -> Path:
     """Write ``folder/expected_smoke.json`` from a smoke result; return its path."""
     if result["profile"] != "smoke":
         raise ValueError(f"pins record the smoke profile, got {result['profile']!r}")
+    threads = (result.get("config") or {}).get("torch_threads", 1)
+    if threads != 1:
+        raise ValueError(f"pins record the smoke profile with one torch thread, got {threads!r}")
     path = Path(folder) / PIN_NAME
     atomic_write_json(path, pin_of(result))
     return path
