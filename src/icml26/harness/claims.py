@@ -433,7 +433,8 @@ def judge(claim: Claim, metrics: Metrics, config: Any,
     det: dict[str, Any] = {"effect": claim.effect, "effect_source": claim.effect_source,
                            "mde": _detectable(mde), "positive_control": None}
     if mde is not None and not math.isfinite(mde):
-        det["mde_note"] = "not measurable: fewer than 2 seeds"
+        det["mde_note"] = ("not measurable: fewer than 2 seeds" if decision.n is not None
+                           and decision.n < 2 else "not measurable (see the rule's evidence)")
     if claim.effect is not None and mde is not None and mde > claim.effect:
         reasons.append(f"underpowered: mde {_fmt(mde)} > effect {claim.effect:.3g}")
     if decision.weak_legs:
