@@ -14,8 +14,9 @@ to log 0.5) lives in our trainer, :func:`~.trainer.train_adaptive_reasoner`. Und
 advantages are group-centred, so ``Rbar_ref(x)`` (constant within a group) cancels and the reward
 reduces to ``delta * 1[no-think] + acc`` up to scale.
 
-Usage (not run here; the mode tokens are the model's, e.g. ``ModeFormat(no_think="</think>")``
-for R1-style models whose no-think mode is an empty think block)::
+Usage (not run here). The mode is read from the first characters of a completion
+(:class:`~.task.ModeFormat`: ``<think>...</think>answer`` or ``<nothink>answer``); set its tags to
+what the model writes at the start of its completions::
 
     model = AutoModelForCausalLM.from_pretrained("path/or/name")
     tok = AutoTokenizer.from_pretrained("path/or/name")
