@@ -545,8 +545,9 @@ def _fig1a_rule(m, arm: str, prefix: str, label: str) -> Decision:
     d005, se = mean_se(vals)
     rho = _mean(m, arm, f"{prefix}_spearman")
     ok = d005 > FIG1A_MIN and rho < FIG1A_RHO
-    # a threshold on a seed mean: it resolves 2 s.e. of that mean (0 with one seed: no s.e. read)
-    mde = 2.0 * se if len(vals) >= 2 else 0.0
+    # a threshold on a seed mean: it resolves 2 s.e. of that mean (inf with one seed: its spread
+    # is unmeasured, as harness.threshold_rule)
+    mde = 2.0 * se if len(vals) >= 2 else math.inf
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                     f"{label}: deficit vs E||x1-x0|| at t=0.05 {d005:.3f}, Spearman(speed, t) {rho:.2f}",
                     {"deficit_t005": d005, "deficit_t005_se": se, "spearman": rho, "mde": mde},
