@@ -84,7 +84,8 @@ class Config(ExperimentConfig):
 
     @classmethod
     def smoke(cls) -> Config:
-        return cls(seeds=(0, 1), n_conversations=2500, n_train=400, n_heldout=200, n_canaries=8,
+        # 30 canaries x 2 seeds: zero leaks rule out a 5% per-canary leak rate (rule of three)
+        return cls(seeds=(0, 1), n_conversations=2500, n_train=400, n_heldout=200, n_canaries=30,
                    k_min=4)
 
     @classmethod
@@ -222,7 +223,8 @@ def _coverage_rule(arm):
                            label=f"{arm}: share of severe-rate 95% CIs covering the planted rate ")
         err = float(np.mean(metrics[arm]["severe_relerr"]))
         return Decision(d.verdict, f"{d.ours}; mean relative error {err:.2f}",
-                        {**d.evidence, "mean_relative_error": err})
+                        {**d.evidence, "mean_relative_error": err}, mde=d.mde, n=d.n,
+                        uses_se=d.uses_se)
     return rule
 
 
@@ -230,10 +232,12 @@ def _domain_rule(arm):
     def rule(metrics, config) -> Decision:
         v = np.asarray(metrics[arm]["domain_margin"])
         ok = bool(v.min() > 0)
+        # the margin the seeds can resolve: 2 s.e. of the per-seed smallest margin
+        mde = 2 * float(np.std(v, ddof=1)) / np.sqrt(v.size) if v.size >= 2 else float("inf")
         return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                         f"{arm}: relationships > healthcare > software in {int((v > 0).sum())}/"
                         f"{v.size} seeds (smallest margin {v.min():+.4f})",
-                        {"per_seed_margin": v.tolist()})
+                        {"per_seed_margin": v.tolist()}, mde=mde, n=int(v.size))
     return rule
 
 
@@ -245,10 +249,18 @@ def _trend_rule(arm):
         z = np.asarray(metrics[arm]["trend_z"])
         share = float(np.mean(z > 0))
         ok = ca["p_value"] < ALPHA and ca["z"] > 0 and share >= SEED_SHARE
+        # the rise the pooled test can detect, in the units of the claim's effect (relative rise
+        # over the quarters): slope b passes at z = 1.96 when b = 1.96 sqrt(p (1 - p) / S),
+        # S = sum n_t (t - tbar)^2; relative rise = b (K - 1) / p
+        p = x.sum() / n.sum()
+        t = np.arange(x.size)
+        S = float((n * (t - (n * t).sum() / n.sum()) ** 2).sum())
+        mde = (1.96 * np.sqrt(p * (1 - p) / S) * (x.size - 1) / p) if 0 < p < 1 else float("inf")
         return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                         f"{arm}: pooled Cochran-Armitage z = {ca['z']:.2f} (p = {ca['p_value']:.3g}); "
                         f"rising in {int((z > 0).sum())}/{z.size} seeds",
-                        {"pooled": ca, "per_seed_z": z.tolist(), "pooled_rates": (x / n).tolist()})
+                        {"pooled": ca, "per_seed_z": z.tolist(), "pooled_rates": (x / n).tolist()},
+                        mde=float(mde), n=int(z.size))
     return rule
 
 
@@ -295,12 +307,14 @@ def _privacy_rule(arm):
         ok_k = np.asarray(metrics[arm]["clusters_ok"])
         pub = np.asarray(metrics[arm]["published"])
         ok = bool(leak.max() == 0 and ok_k.min() == 1 and pub.min() >= 1)
+        # the per-canary leak rate that zero leaks in all canaries rules out at 95% (rule of three)
+        mde = 3.0 / (config.n_canaries * leak.size)
         return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                         f"{arm}: canaries leaked {leak.mean():.2%} (max {leak.max():.2%}); "
                         f"published clusters per seed {pub.tolist()}; all >= k_min: "
                         f"{bool(ok_k.min() == 1)}",
                         {"canary_leak": leak.tolist(), "clusters_ok": ok_k.tolist(),
-                         "published": pub.tolist()})
+                         "published": pub.tolist()}, mde=mde, n=int(leak.size))
     return rule
 
 
@@ -354,7 +368,7 @@ CLAIMS = (
           _privacy_rule("no_protection"),
           ClaimArms(method="private", baselines=("no_threshold", "no_scrub", "no_auditor"),
                     control="no_protection"),
-          # one canary in 20 (quick's count): any leak matters
+          # one canary in 20 (quick's count): any leak matters; mde = 3 / (canaries x seeds)
           effect=0.05, effect_source="one leaked canary in 20 (any leak matters)"),
     Claim("agreement", "The local classifier agrees with held-out labels beyond chance.",
           "within one level: Opus 4.5 96.3%, Sonnet 4.5 90.3%; exact 74-76% (validation set)",

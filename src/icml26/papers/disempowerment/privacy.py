@@ -191,7 +191,7 @@ why will with within without would yes yesterday yet you your yours yourself you
 absolutely honestly frankly certainly clearly obviously surely sorry note update edit ps re
 subject question answer write explain show tell give make find create fix describe summarise
 summarize translate list compare draft rewrite suggest continue plan help imagine consider
-hmm wow oh ah well fine great cool nice awesome alright also
+hmm wow oh ah well fine great cool nice awesome alright also i'm i've i'd i'll i’m i’ve i’d i’ll
 """.split())
 _COMMON_CAPS = frozenset("""
 i i'm i've i'd i'll monday tuesday wednesday thursday friday saturday sunday january february
