@@ -550,7 +550,8 @@ def _fig1a_rule(m, arm: str, prefix: str, label: str) -> Decision:
     mde = 2.0 * se if len(vals) >= 2 else math.inf
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
                     f"{label}: deficit vs E||x1-x0|| at t=0.05 {d005:.3f}, Spearman(speed, t) {rho:.2f}",
-                    {"deficit_t005": d005, "deficit_t005_se": se, "spearman": rho, "mde": mde},
+                    {"deficit_t005": d005, "deficit_t005_se": se, "spearman": rho,
+                     "mde": mde if math.isfinite(mde) else None},
                     mde=mde, n=len(vals), uses_se=False)
 
 
