@@ -84,6 +84,11 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--resume", action="store_true",
                         help="reuse the seeds an earlier run of the same config completed "
                              "(checkpoints under OUT/SLUG/PROFILE/.seeds/)")
+        sp.add_argument("--stability", action=argparse.BooleanOptionalAction, default=None,
+                        help="re-judge every claim at each setting of the paper's protocol knobs "
+                             "(PROTOCOL_KNOBS; default: on for --profile full, off otherwise)")
+        sp.add_argument("--timing", action="store_true",
+                        help="print where each paper's time went (the result always records it)")
         sp.add_argument("--check", action="store_true",
                         help="only run the pre-run checks (papers, config, packages, --out, "
                              "--llm, --address) and exit: 0 when the run could start")
@@ -319,6 +324,22 @@ class _RichProgress:
         return update
 
 
+def _timing_lines(res: dict[str, Any]) -> str:
+    """Where a paper's time went: per seed its total, core loops and phases; judging, plotting."""
+    t = res.get("timing") or {}
+    lines = [f"timing {res['paper']} [{res['profile']}]: {res.get('runtime_s', 0):.1f} s wall"]
+    for s in t.get("seeds", []):
+        loops = ", ".join(f"{k} {v:.1f} s" for k, v in s.get("loops_s", {}).items())
+        phases = ", ".join(f"{k} {v:.1f} s" for k, v in s.get("phases_s", {}).items())
+        parts = "; ".join(p for p in (loops, phases) if p) or "no instrumented loop"
+        lines.append(f"  seed {s['seed']}: {s['total_s']:.1f} s ({parts})")
+    extra = ", ".join(f"{k[:-2]} {t[k]:.1f} s" for k in ("judge_s", "plot_s", "stability_s")
+                      if t.get(k) is not None)
+    if extra:
+        lines.append(f"  {extra}")
+    return "\n".join(lines)
+
+
 def _failed_line(res: dict[str, Any], out: str) -> str:
     """The message for a paper whose run raised: what raised, which seeds were kept, where the
     traceback is."""
@@ -351,7 +372,11 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
     with _RichProgress(not args.no_progress, len(slugs)) as bars:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
-                           resume=args.resume, executor=args.executor, address=args.address)
+                           resume=args.resume, executor=args.executor, address=args.address,
+                           stability=args.stability)
+    if args.timing:
+        for res in results:
+            print(_timing_lines(res), file=sys.stderr)
     code = EXIT_ERROR if skipped else EXIT_OK
     for res in results:
         if res["status"] == "error":

@@ -518,8 +518,11 @@ def run_many(
     resume: bool = False,
     executor: str = "local",
     address: str | None = None,
+    stability: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Run several papers; one failing paper never loses the others' results.
+
+    ``stability`` (default: on for ``full``) sweeps each paper's ``PROTOCOL_KNOBS``.
 
     Overrides are routed by :func:`route_overrides`, and every paper's config is built (and so
     validated) before the first paper runs: a usage error raises before any work.
@@ -541,21 +544,25 @@ def run_many(
         raise ConfigError(f"unknown executor {executor!r}; choose local or ray")
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_run_isolated, s, profile, seeds, routed[s], out, None, resume)
+            futures = [pool.submit(_run_isolated, s, profile, seeds, routed[s], out, None, resume,
+                                   None, stability)
                        for s in slugs]
             return [f.result() for f in futures]
     return [_run_isolated(s, profile, seeds, routed[s], out,
-                          progress_factory(s) if progress_factory else None, resume)
+                          progress_factory(s) if progress_factory else None, resume,
+                          stability=stability)
             for s in slugs]
 
 
 def _run_isolated(slug: str, profile: str, seeds: Sequence[int] | None,
                   overrides: Sequence[str] | None, out: str | Path,
                   progress: Progress | None, resume: bool = False,
-                  seed_executor: Callable[..., Any] | None = None) -> dict[str, Any]:
+                  seed_executor: Callable[..., Any] | None = None,
+                  stability: bool | None = None) -> dict[str, Any]:
     try:
         return run_paper(slug, profile, seeds=seeds, overrides=overrides, out=out,
-                         progress=progress, resume=resume, seed_executor=seed_executor)
+                         progress=progress, resume=resume, seed_executor=seed_executor,
+                         stability=stability)
     except Exception:
         result = _new_result(slug, profile, [], {})
         result.update(status="error", error=traceback.format_exc())
