@@ -204,7 +204,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         status = "implemented" if info.implemented else "not implemented"
         table.add_row(str(info.number), info.slug, escape(info.short), status,
                       escape(verdicts.get(info.slug, "")))
-    Console(width=max(_width(), 100)).print(table)
+    # a terminal: its width; a pipe or a file: wide enough not to cut the table
+    Console(width=_width() if sys.stdout.isatty() else max(_width(), 160)).print(table)
     return EXIT_OK
 
 
