@@ -50,16 +50,16 @@ def files_containing(folder: Path, needle: str) -> list[Path]:
 # -- fail fast -------------------------------------------------------------------------------
 @pytest.mark.parametrize("model", ["m", None])  # None: every worker needs model discovery too
 def test_complete_many_fails_fast_on_a_dead_server(model):
-    """8 calls, 2 at a time, each giving up after 4 attempts (0.2+0.4+0.8 s of back-off):
-    waiting for every call would take 4 rounds (~5.6 s); the batch ends with the first."""
+    """8 calls, 2 at a time, each giving up after 4 attempts (0.3+0.6+1.2 s of back-off):
+    waiting for every call would take 4 rounds (~8.4 s); the batch ends with the first."""
     chat = OpenAICompatible(f"http://127.0.0.1:{closed_port()}/v1", model=model, max_retries=3,
-                            backoff_s=0.2, max_concurrency=2, timeout=2.0)
+                            backoff_s=0.3, max_concurrency=2, timeout=2.0)
     convs = [[{"role": "user", "content": f"q{i}"}] for i in range(8)]
     t0 = time.monotonic()
     with pytest.raises(LLMConnectionError, match="cannot reach the LLM server"):
         chat.complete_many(convs)
     elapsed = time.monotonic() - t0
-    assert 1.2 < elapsed < 3.0, elapsed  # one call's retries, not the batch's
+    assert 2.0 < elapsed < 5.0, elapsed  # one call's retries, not the batch's
 
 
 def test_complete_many_cancels_the_queued_calls():
