@@ -238,3 +238,13 @@ def test_timing_says_where_a_seed_went(tmp_path, monkeypatch):
     assert first["phases_s"]["data"] >= 0.02
     assert 0.035 <= first["loops_s"]["train"] <= first["total_s"]
     assert timing["judge_s"] >= 0
+
+
+def test_report_says_a_paper_was_skipped_and_why(tmp_path):
+    from icml26.harness.preflight import Skipped, record_skipped
+    from icml26.harness.report import write_report
+
+    record_skipped([Skipped(SLUG, 'needs sbi: pip install "icml26"')], tmp_path, "quick")
+    md, html_path = write_report(tmp_path)
+    assert "skipped before any compute: needs sbi" in md.read_text()
+    assert "skipped before any compute: needs sbi" in html_path.read_text()

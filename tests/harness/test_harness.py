@@ -190,7 +190,7 @@ def test_reproduce_writes_report(tmp_path, capsys):
     if any(not p.implemented for p in PAPERS.values()):  # the report lists them as such
         assert "not implemented" in md
     html = (out / "report.html").read_text()
-    assert "<table class=\"claims\">" in html and "curve.png" in html
+    assert "<article class=\"card claim" in html and "curve.png" in html
     md_path, _ = write_report(out, profile="quick")  # no quick results: papers listed as not run
     assert "| zz_fake | — | — | — | not run |" in md_path.read_text()
 

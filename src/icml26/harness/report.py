@@ -214,7 +214,7 @@ def write_report(results_dir: str | Path = "results", profile: str | None = None
         if info.slug not in latest:
             status = "not implemented" if not info.implemented else "not run"
             if newer_error:
-                status = "⚠️ error (no completed run)"
+                status = _error_status(err[1])
             cells = [info.number, info.slug, "—", "—", "—", status, "—", "—", "—", "—", "—", "—", "—"]
             md.append("| " + " | ".join(_cell(x) for x in cells) + " |")
             continue
@@ -286,6 +286,14 @@ def _summary_chart(latest: Mapping[str, tuple[Path, dict]]) -> str:
     legend = ('<p class="legend"><span class="seg ok">reproduced</span> <span class="seg mid">'
               'inconclusive</span> <span class="seg no">not reproduced</span></p>')
     return f'<section id="summary"><h2>Summary</h2>{legend}{"".join(rows)}</section>'
+
+
+def _error_status(res: Mapping[str, Any], emoji: bool = True) -> str:
+    """A paper without a completed run: skipped before any compute (with why) or an error."""
+    if res.get("skipped"):
+        reason = str(res.get("error", "")).strip().removeprefix("skipped before any compute: ")
+        return f"skipped before any compute: {reason}"
+    return ("⚠️ " if emoji else "") + "error (no completed run)"
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -444,7 +452,7 @@ def _html(latest: Mapping[str, tuple[Path, dict]], errors: Mapping[str, tuple[Pa
         if info.slug not in latest:
             status = "not implemented" if not info.implemented else "not run"
             if info.slug in errors:
-                status = "error (no completed run)"
+                status = _error_status(errors[info.slug][1], emoji=False)
             missing.append(f"<li>{info.number}. {html.escape(info.slug)}: {status}</li>")
             continue
         path, res = latest[info.slug]
