@@ -193,7 +193,8 @@ def test_trainer_errors():
 def test_parity_with_trl_loss():
     trl = pytest.importorskip("trl")  # optional: only where TRL is installed
     assert hasattr(trl, "GRPOConfig")
-    cfg = trl.GRPOConfig(output_dir="/tmp/trl_parity", report_to=[])
+    # bf16 is TRL's default even where no bf16 device exists; the loss defaults do not depend on it
+    cfg = trl.GRPOConfig(output_dir="/tmp/trl_parity", report_to=[], bf16=False, use_cpu=True)
     ours = GRPOConfig()
     assert (cfg.epsilon, cfg.beta, cfg.loss_type, cfg.num_generations) == (
         ours.epsilon, ours.beta, ours.loss_type, ours.num_generations)
