@@ -289,3 +289,82 @@ def test_reference_accuracy_is_deterministic_per_prompt():
     assert all(v in (0.0, 0.25, 0.5, 0.75, 1.0) for v in a.values())
     with pytest.raises(ValueError, match="k must"):
         reference_think_accuracy(model, tok, rows, k=0)
+
+
+def test_encoding_fast_path_matches_the_tokenizer():
+    from icml26.papers.adaptive_reasoning import encode_prompt, sft_examples
+
+    tok, task = make_tokenizer(), CostumeArithmetic(seed=0)
+    rows = task.sft_dataset(300, augment_verbose=True, seed=0)
+    ex = sft_examples(tok, rows)
+    for r, e in zip(rows, ex, strict=True):
+        assert e["prompt_ids"] == [tok.bos_id, *tok.encode(r["prompt"])]
+        assert e["completion_ids"] == [*tok.encode(r["completion"]), tok.eos_id]
+    with pytest.raises(ValueError, match="not in the alphabet"):
+        encode_prompt(tok, "1+2!")
+
+
+@pytest.mark.parametrize("completion_only_loss", [True, False])
+def test_sft_loss_by_length_is_the_full_batch_loss(completion_only_loss):
+    """Cutting the padding a length bucket shares changes neither the loss nor its gradient."""
+    from icml26.core.lm.sft import build_sft_batch, sft_loss
+    from icml26.papers.adaptive_reasoning.trainer import sft_examples, sft_loss_by_length
+
+    tok, task = make_tokenizer(), CostumeArithmetic(seed=1)
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    rows = sft_examples(tok, task.sft_dataset(64, augment_verbose=True, seed=0))
+    rows[3] = {**rows[3], "weight": 2.5}
+    torch.manual_seed(0)
+    model = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=2, n_embd=32))
+    batch = build_sft_batch([r["prompt_ids"] for r in rows], [r["completion_ids"] for r in rows],
+                            pad_id=tok.pad_id, prompt_length=P, weights=[r.get("weight", 1.0) for r in rows],
+                            completion_only_loss=completion_only_loss)
+    full = sft_loss(model, batch)
+    g_full = torch.autograd.grad(full, list(model.parameters()))
+    cut = sft_loss_by_length(model, rows, pad_id=tok.pad_id, prompt_length=P,
+                             completion_only_loss=completion_only_loss)
+    g_cut = torch.autograd.grad(cut, list(model.parameters()))
+    torch.testing.assert_close(cut, full, rtol=1e-5, atol=1e-6)
+    for a, b in zip(g_cut, g_full, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_trimmed_sft_follows_core_train_sft():
+    """train_sft_by_length takes the same steps as icml26.core.lm.sft.train_sft (float rounding apart),
+    and train_adaptive_reasoner uses it by default."""
+    import copy
+
+    from icml26.core.lm.sft import SFTConfig, train_sft
+    from icml26.papers.adaptive_reasoning.trainer import sft_examples, train_sft_by_length
+
+    tok, task = make_tokenizer(), CostumeArithmetic(seed=0)
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    ex = sft_examples(tok, task.sft_dataset(200, augment_verbose=False, seed=0))
+    torch.manual_seed(0)
+    model = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=1, n_embd=32))
+    cfg = SFTConfig(learning_rate=3e-3, per_device_train_batch_size=16, max_steps=12, warmup_steps=4, seed=3)
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    la = train_sft(a, ex, cfg, pad_id=tok.pad_id, prompt_length=P)
+    lb = train_sft_by_length(b, ex, cfg, pad_id=tok.pad_id, prompt_length=P)
+    assert la == pytest.approx(lb, rel=1e-4, abs=1e-5)
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb, rtol=1e-3, atol=1e-4)
+    rows = task.sft_dataset(200, augment_verbose=False, seed=0)
+    for trim in (True, False):
+        m = copy.deepcopy(model)
+        h: dict = {}
+        train_adaptive_reasoner(m, tok, rows, None, None,
+                                AdaptiveReasonerConfig(sft_steps=12, sft_batch_size=16, prompt_length=P, seed=3,
+                                                       sft_trim_padding=trim), history=h)
+        assert h["sft_loss"][0] == pytest.approx(la[0], rel=1e-5)
+
+
+def test_greedy_evaluation_does_not_depend_on_batching():
+    task, tok = CostumeArithmetic(seed=0), make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    model = _tiny_model(tok, P, C)
+    rows = task.test_grid(6, seed=1)
+    big = evaluate_modes(model, tok, rows, prompt_length=P, max_new_tokens=C)
+    small = evaluate_modes(model, tok, rows[::-1], prompt_length=P, max_new_tokens=C, batch_size=5)
+    for cell in (*CELLS, "overall"):
+        assert big[cell] == pytest.approx(small[cell], rel=1e-5, abs=1e-6), cell
