@@ -98,6 +98,27 @@ def test_augmentation_pairs_and_baseline_mix():
     assert all(r["completion"].startswith("<think>") for r in none if r["complexity"] == "complex")
 
 
+def test_naive_data_with_natural_verbose_simple_problems():
+    """Issue 50: naive data may hold verbose simple problems (at a natural, lower rate), with the
+    targets of simple problems: mostly direct, so the naive model *could* learn to ignore costumes."""
+    task = CostumeArithmetic(seed=0)
+    natural = task.sft_dataset(4000, augment_verbose=False, simple_verbose_frac=0.1, seed=0)
+    simple = [r for r in natural if r["complexity"] == "simple"]
+    sv = [r for r in simple if r["phrasing"] == "verbose"]
+    assert 0.07 <= len(sv) / len(simple) <= 0.13
+    direct = [r for r in sv if r["completion"].startswith("<nothink>")]
+    assert 0.75 <= len(direct) / len(sv) <= 0.95  # simple_think_frac = 0.15 applies to them too
+    cx = [r for r in natural if r["complexity"] == "complex"]
+    assert 0.45 <= sum(r["phrasing"] == "verbose" for r in cx) / len(cx) <= 0.55
+    # the default (0) draws nothing extra: the same data as before the option existed
+    assert task.sft_dataset(300, augment_verbose=False, seed=1) == \
+        task.sft_dataset(300, augment_verbose=False, simple_verbose_frac=0.0, seed=1)
+    with pytest.raises(ValueError, match="non-augmented"):
+        task.sft_dataset(100, augment_verbose=True, simple_verbose_frac=0.1)
+    with pytest.raises(ValueError, match="simple_verbose_frac"):
+        task.sft_dataset(100, augment_verbose=False, simple_verbose_frac=1.5)
+
+
 def test_split_is_disjoint_and_deterministic():
     task = CostumeArithmetic(seed=3)
     train = {tuple(k) for k in task._complex_pool["train"]}

@@ -1,8 +1,11 @@
 """Reproduction: naive adaptive reasoner vs verbosity-augmented SFT + GRPO on costume arithmetic.
 
-All arms start from the same seed, data and tiny model initialisation:
+All arms start from the same seed, data and tiny model, and from one shared **base stage** (SFT on
+concise problems only, no costume seen: the analogue of the pretrained model the paper fine-tunes;
+computed once per seed, issue 54). Stage 1 then continues it on the arm's own data:
 
-- ``b0_sft``: naive SFT (simple problems concise only; complex problems concise or verbose);
+- ``b0_sft``: naive SFT (complex problems concise or verbose; simple problems verbose at the
+  natural rate ``naive_simple_verbose_frac`` = 0.1, concise otherwise, with the same targets);
 - ``b0``: naive SFT + the same GRPO as the method (R_adapt) -- the baseline B0;
 - ``always_think`` / ``never_think``: B0 with the mode token forced (B1 / B2);
 - ``m1``: augmented SFT only (stage 1); ``m2``: augmented SFT + GRPO with R_adapt (the method);
@@ -11,6 +14,9 @@ All arms start from the same seed, data and tiny model initialisation:
 - ``ctrl_naive_acc`` / ``ctrl_aug_acc``: the same GRPO as B0 / M2 (AdaptThink estimator, balanced
   forcing, same reference baseline) with a correctness-only reward, acc - Rbar_ref(x), i.e.
   R_adapt with delta = 0 (negative controls: stage 2 without the efficiency incentive).
+
+``a1_thinkless``, ``a2_oracle`` and ``ctrl_naive_acc`` are read by no claim: ``ablations=False``
+(quick) skips them, ``full`` runs them.
 
 Stage-2 prompts follow the natural mix (simple-concise, complex-concise, complex-verbose; no
 verbose-simple prompts) for every arm, so robustness can only come from stage 1 or from the reward
@@ -29,13 +35,14 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from icml26.core.lm.model import LMConfig, TinyCausalLM
+from icml26.core.progress import phase
 from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -65,19 +72,21 @@ class Config(ExperimentConfig):
     n_layer: int = 2
     n_head: int = 4
     sft_examples: int = 20000
-    sft_steps: int = 560
+    sft_base_steps: int = 300
+    sft_steps: int = 200
+    naive_simple_verbose_frac: float = 0.1
     sft_batch_size: int = 64
     grpo_steps: int = 40
     grpo_batch_size: int = 8
     num_generations: int = 8
     grpo_learning_rate: float = 1e-4
     delta: float = 0.05
-    n_eval: int = 200
+    n_eval: int = 150
     n_eval_sampled: int = 80
     ref_samples: int = 8
     ablations: bool = True
 
-    BOUNDS = {"n_eval": (1, 100000), "n_eval_sampled": (0, 100000), "ref_samples": (1, 64),
+    BOUNDS = {"sft_base_steps": (0, 10**6), "naive_simple_verbose_frac": (0.0, 1.0), "n_eval": (1, 100000), "n_eval_sampled": (0, 100000), "ref_samples": (1, 64),
               "num_generations": (2, 64), "sft_examples": (2, 10**7)}
 
     def extra_checks(self) -> None:
@@ -86,20 +95,25 @@ class Config(ExperimentConfig):
 
     @classmethod
     def smoke(cls):
-        return cls(seeds=(0,), n_embd=32, n_layer=1, sft_examples=2000, sft_steps=150, sft_batch_size=32,
+        return cls(seeds=(0,), n_embd=32, n_layer=1, sft_examples=2000, sft_base_steps=100, sft_steps=75,
+                   sft_batch_size=32,
                    grpo_steps=2, grpo_batch_size=4, num_generations=4, n_eval=10, n_eval_sampled=5,
                    ref_samples=4)
 
     @classmethod
     def quick(cls):
-        return cls(seeds=(0,))
+        return cls(seeds=(0, 1, 2), ablations=False)
 
     @classmethod
     def full(cls):
-        return cls(seeds=(0, 1, 2), sft_examples=40000, sft_steps=1500, grpo_steps=100,
+        return cls(seeds=(0, 1, 2), sft_examples=40000, sft_base_steps=900, sft_steps=600, grpo_steps=100,
                    grpo_batch_size=16, n_eval=1000, n_eval_sampled=500, ref_samples=16)
 
 
+#: the natural rate of verbose simple problems in naive SFT data is our choice (0.1: verbosity five times
+#: rarer on simple problems than on complex ones, 0.5); the verdicts could depend on it (CLAIMS.md rule 9)
+PROTOCOL_KNOBS = {"naive_simple_verbose_frac": (0.05, 0.1, 0.25)}
+BASE_SEED_OFFSET = 500  # the base stage's data and minibatch order differ from the arm stage's
 SAMPLING_TEMPERATURES = (0.6, 1.0)  # AdaptThink's rollout/eval temperature and TRL's default
 
 
@@ -115,42 +129,64 @@ def _flatten(report: dict, prefix: str = "") -> dict[str, float]:
 
 
 def run(config: Config, seed: int) -> SeedOutput:
-    task = CostumeArithmetic(seed=seed)
-    tok = make_tokenizer()
-    P, C = task.max_prompt_length + 1, task.max_completion_length
-    torch.manual_seed(seed)
-    init = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=config.n_layer,
-                                 n_head=config.n_head, n_embd=config.n_embd))
-    cfg = AdaptiveReasonerConfig(sft_steps=config.sft_steps, sft_batch_size=config.sft_batch_size,
-                                 grpo_steps=config.grpo_steps, grpo_batch_size=config.grpo_batch_size,
-                                 num_generations=config.num_generations,
-                                 grpo_learning_rate=config.grpo_learning_rate, prompt_length=P,
-                                 max_completion_length=C, seed=seed)
-    test = task.test_grid(config.n_eval, seed=seed + 1000)
-    test_sampled = task.test_grid(config.n_eval_sampled, seed=seed + 2000) if config.n_eval_sampled else []
-    rl = task.rl_prompts(max(config.grpo_steps * config.grpo_batch_size, 64), seed=seed)
+    with phase("data"):
+        task = CostumeArithmetic(seed=seed)
+        tok = make_tokenizer()
+        P, C = task.max_prompt_length + 1, task.max_completion_length
+        torch.manual_seed(seed)
+        init = TinyCausalLM(LMConfig(vocab_size=tok.vocab_size, block_size=P + C, n_layer=config.n_layer,
+                                     n_head=config.n_head, n_embd=config.n_embd))
+        cfg = AdaptiveReasonerConfig(sft_steps=config.sft_steps, sft_batch_size=config.sft_batch_size,
+                                     grpo_steps=config.grpo_steps, grpo_batch_size=config.grpo_batch_size,
+                                     num_generations=config.num_generations,
+                                     grpo_learning_rate=config.grpo_learning_rate, prompt_length=P,
+                                     max_completion_length=C, seed=seed)
+        test = task.test_grid(config.n_eval, seed=seed + 1000)
+        test_complex = [r for r in test if r["complexity"] == "complex"]
+        test_sampled = task.test_grid(config.n_eval_sampled, seed=seed + 2000) if config.n_eval_sampled else []
+        rl = task.rl_prompts(max(config.grpo_steps * config.grpo_batch_size, 64), seed=seed)
+        # the base stage (shared by every arm): concise problems only, no costume seen yet
+        base_data = task.sft_dataset(config.sft_examples, augment_verbose=False, complex_verbose_frac=0.0,
+                                     seed=seed + BASE_SEED_OFFSET)
+        sft_data = {"naive": task.sft_dataset(config.sft_examples, augment_verbose=False, seed=seed,
+                                              simple_verbose_frac=config.naive_simple_verbose_frac),
+                    "aug": task.sft_dataset(config.sft_examples, augment_verbose=True, seed=seed)}
 
     cpu = {"sft": 0.0, "ref_accuracy": 0.0, "grpo": 0.0, "eval_greedy": 0.0, "eval_sampled": 0.0}
 
-    def evaluate(model, force=None, sampled=False):
+    def evaluate(model, force=None, sampled=False, forced_complex=False):
         t0 = time.process_time()
-        out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+        with phase("eval_greedy"):
+            out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+            if forced_complex:  # the efficiency precondition on this model: is thinking needed?
+                for mode in ("think", "no_think"):
+                    rep = evaluate_modes(model, tok, test_complex, prompt_length=P, max_new_tokens=C, force=mode)
+                    out[f"forced_{mode}/complex_accuracy"] = rep["summary"]["complex_accuracy"]
         t1 = time.process_time()
         cpu["eval_greedy"] += t1 - t0
         if sampled and test_sampled:
-            for t in SAMPLING_TEMPERATURES:
-                g = torch.Generator().manual_seed(seed + 3000)
-                rep = evaluate_modes(model, tok, test_sampled, prompt_length=P, max_new_tokens=C,
-                                     force=force, temperature=t, generator=g)
-                out.update(_flatten(rep, prefix=f"T{t}/"))
+            with phase("eval_sampled"):
+                for t in SAMPLING_TEMPERATURES:
+                    g = torch.Generator().manual_seed(seed + 3000)
+                    rep = evaluate_modes(model, tok, test_sampled, prompt_length=P, max_new_tokens=C,
+                                         force=force, temperature=t, generator=g)
+                    out.update(_flatten(rep, prefix=f"T{t}/"))
             cpu["eval_sampled"] += time.process_time() - t1
         return out
 
     sft_models, hist, ref_acc = {}, {}, {}
-    for name, augment in (("naive", False), ("aug", True)):
-        ds = task.sft_dataset(config.sft_examples, augment_verbose=augment, seed=seed)
-        model = copy.deepcopy(init)
-        h: dict = {}
+    base = copy.deepcopy(init)
+    if config.sft_base_steps:
+        h = {}
+        t0 = time.process_time()
+        train_adaptive_reasoner(base, tok, base_data, None, None,
+                                replace(cfg, sft_steps=config.sft_base_steps, seed=seed + BASE_SEED_OFFSET),
+                                history=h)
+        cpu["sft"] += time.process_time() - t0
+        hist["sft_base"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
+    for name, ds in sft_data.items():
+        model = copy.deepcopy(base)
+        h = {}
         t0 = time.process_time()
         train_adaptive_reasoner(model, tok, ds, None, None, cfg, history=h)
         t1 = time.process_time()
@@ -158,8 +194,9 @@ def run(config: Config, seed: int) -> SeedOutput:
         sft_models[name] = model
         hist[f"sft_{name}"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
         # Rbar_ref(x): the stage-1 model's forced-think accuracy at the rollout temperature
-        ref_acc[name] = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
-                                                 max_new_tokens=C, temperature=cfg.temperature, seed=seed)
+        with phase("ref_accuracy"):
+            ref_acc[name] = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
+                                                     max_new_tokens=C, temperature=cfg.temperature, seed=seed)
         cpu["ref_accuracy"] += time.process_time() - t1
 
     def reward(kind: str, start: str):
@@ -172,8 +209,8 @@ def run(config: Config, seed: int) -> SeedOutput:
     plan = {"b0": ("naive", "adapt"), "m2": ("aug", "adapt"), "a1_thinkless": ("aug", "thinkless"),
             "a2_oracle": ("aug", "oracle"), "ctrl_naive_acc": ("naive", "acc"),
             "ctrl_aug_acc": ("aug", "acc")}
-    if not config.ablations:
-        plan = {k: v for k, v in plan.items() if k in ("b0", "m2", "ctrl_naive_acc", "ctrl_aug_acc")}
+    if not config.ablations:  # only the arms some claim reads
+        plan = {k: v for k, v in plan.items() if k in CLAIM_ARMS}
     sampled_arms = ("b0", "m1", "m2", "ctrl_aug_acc", "always_think", "never_think")
     metrics: dict[str, dict[str, float]] = {
         "b0_sft": evaluate(sft_models["naive"]),
@@ -185,7 +222,7 @@ def run(config: Config, seed: int) -> SeedOutput:
         t0 = time.process_time()
         train_adaptive_reasoner(model, tok, None, rl, reward(kind, start), cfg, history=h)
         cpu["grpo"] += time.process_time() - t0
-        metrics[arm] = evaluate(model, sampled=arm in sampled_arms)
+        metrics[arm] = evaluate(model, sampled=arm in sampled_arms, forced_complex=arm in ("m2", "ctrl_aug_acc"))
         hist[f"grpo_{arm}"] = [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]]
         if arm == "b0":
             metrics["always_think"] = evaluate(model, force="think", sampled=True)
@@ -246,23 +283,25 @@ def _efficient(m, arm: str) -> Decision:
     tok, tok_b1 = _mean(m, arm, "overall/tokens"), _mean(m, "always_think", "overall/tokens")
     cx, cx_b1 = _mean(m, arm, "complex_accuracy"), _mean(m, "always_think", "complex_accuracy")
     acc, acc_b0 = _mean(m, arm, "overall/accuracy"), _mean(m, "b0", "overall/accuracy")
-    cx_b2 = _mean(m, "never_think", "complex_accuracy")
-    parts = {"thinking_needed": cx_b2 <= cx_b1 - 0.30,
+    # thinking is needed *for this model* (issue 50): its own forced-think vs forced-no-think accuracy
+    cx_think, cx_direct = _mean(m, arm, "forced_think/complex_accuracy"), _mean(m, arm, "forced_no_think/complex_accuracy")
+    parts = {"thinking_needed": cx_direct <= cx_think - 0.30,
              "sv_tokens_40pct_below_b0": tok_sv <= 0.6 * tok_sv_b0,
              "tokens_25pct_below_always_think": tok <= 0.75 * tok_b1,
              "complex_acc_within_3pts_of_always_think": cx >= cx_b1 - 0.03,
              "overall_acc_at_least_b0_minus_2pts": acc >= acc_b0 - 0.02}
     ok = all(parts.values())
-    # the primary quantity: M2's simple-verbose tokens as a fraction of B0's, per seed
+    # the primary quantity: the arm's simple-verbose tokens as a fraction of B0's, per seed
     ratio = np.asarray(m[arm]["simple-verbose/tokens"]) / np.maximum(np.asarray(m["b0"]["simple-verbose/tokens"]),
                                                                       1e-9)
     return Decision(REPRODUCED if ok else NOT_REPRODUCED,
-                    f"{arm}: complex acc never/always-think {cx_b2:.2f}/{cx_b1:.2f}; "
+                    f"{arm}: complex acc forced no-think/think {cx_direct:.2f}/{cx_think:.2f}; "
                     f"sv tokens {tok_sv:.1f} vs b0 {tok_sv_b0:.1f}; tokens {tok:.1f} vs always-think "
                     f"{tok_b1:.1f}; complex acc {cx:.2f} vs {cx_b1:.2f}; acc {acc:.2f} vs b0 {acc_b0:.2f}",
                     {"arm": arm, **parts, "tok_sv": tok_sv, "tok_sv_b0": tok_sv_b0, "tokens": tok,
                      "tokens_always_think": tok_b1, "complex_acc": cx, "complex_acc_always_think": cx_b1,
-                     "acc": acc, "acc_b0": acc_b0, "complex_acc_never_think": cx_b2},
+                     "acc": acc, "acc_b0": acc_b0, "complex_acc_forced_no_think": cx_direct,
+                     "complex_acc_forced_think": cx_think},
                     **_det(ratio))
 
 
@@ -309,7 +348,8 @@ CLAIMS = (
     Claim(
         id="naive_misled",
         statement="[the failure, B0] A naive adaptive reasoner picks the mode from verbosity: it thinks "
-                  "on verbose simple problems while answering concise simple problems directly.",
+                  "on verbose simple problems while answering concise simple problems directly (its SFT "
+                  "data holds verbose simple problems with direct targets, at a natural, lower rate).",
         paper_value="qualitative (abstract)",
         metric="greedy think rate on simple-verbose vs simple-concise for B0 (naive SFT + GRPO)",
         scale=SCALE,
@@ -369,14 +409,14 @@ CLAIMS = (
         paper_value="qualitative (abstract: lower computational overhead, no accuracy loss)",
         metric="greedy generated tokens (lower is better) and exact-match accuracy",
         scale=SCALE,
-        rule="seed means: never-think complex accuracy <= always-think's - 0.30 (thinking is needed); "
-             "M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
+        rule="seed means: M2's complex accuracy with the mode forced to no-think <= forced to think - 0.30 "
+             "(thinking is needed, on the model judged); M2 tokens on simple-verbose <= 0.6 x B0's; M2 overall tokens <= 0.75 x "
              "always-think's; M2 complex accuracy >= always-think's - 0.03; M2 overall accuracy >= B0's - 0.02",
         decide=lambda m, c: _efficient(m, "m2"),
         control_description="augmented SFT + GRPO with a correctness-only reward (ctrl_aug_acc) in place "
                             "of M2: stage 1 without the adaptive reward",
         control=lambda m, c: _efficient(m, "ctrl_aug_acc"),
-        arms=ClaimArms(method="m2", baselines=("b0", "always_think", "never_think"), control="ctrl_aug_acc"),
+        arms=ClaimArms(method="m2", baselines=("b0", "always_think"), control="ctrl_aug_acc"),
         effect=0.40,
         effect_source="brief acceptance check 3: simple-verbose tokens >= 40 % below B0's (ratio 1 -> 0.6)",
         gates=(*_SFT_GATES, "b0_thinks_on_verbose"),
@@ -399,6 +439,9 @@ CLAIMS = (
         gates=_SFT_GATES,
     ),
 )
+
+#: every arm some claim reads (``Config.ablations=False`` trains only these)
+CLAIM_ARMS = frozenset(a for c in CLAIMS for a in c.arms.names)
 
 
 def plot(config: Config, outputs, outdir) -> list[Path]:

@@ -249,13 +249,15 @@ class CostumeArithmetic:
 
     def sft_dataset(self, n: int, *, augment_verbose: bool = True, complex_verbose_frac: float = 0.5,
                     simple_think_frac: float = 0.15, complex_direct_frac: float = 0.15,
-                    seed: int = 0) -> list[dict]:
+                    simple_verbose_frac: float = 0.0, seed: int = 0) -> list[dict]:
         """Stage-1 SFT data (brief Sec. 2 "Stage 1").
 
         Half the examples are simple, half complex. With ``augment_verbose`` (the paper's
         augmentation) each simple problem appears twice, concise and verbose, with the same
-        no-think target; without it (baseline B0) simple problems are concise only. Complex
-        problems are verbose with probability ``complex_verbose_frac`` and get think targets.
+        no-think target; without it (baseline B0) a simple problem is verbose with probability
+        ``simple_verbose_frac`` (default 0: concise only), with the same target as a concise one,
+        i.e. natural data in which verbosity is rarer on simple problems but not absent (issue 50).
+        Complex problems are verbose with probability ``complex_verbose_frac`` and get think targets.
         A fraction ``simple_think_frac`` of simple problems gets a think target instead
         (Thinkless-style warm-up so that both modes stay explorable and thinking on simple
         problems is accurate; our choice). Symmetrically, a fraction ``complex_direct_frac`` of
@@ -265,16 +267,21 @@ class CostumeArithmetic:
         """
         if n < 2:
             raise ValueError("n must be >= 2")
-        if not (0 <= complex_verbose_frac <= 1 and 0 <= simple_think_frac < 1 and 0 <= complex_direct_frac < 1):
-            raise ValueError("complex_verbose_frac must be in [0, 1], simple_think_frac and "
-                             "complex_direct_frac in [0, 1)")
+        if not (0 <= complex_verbose_frac <= 1 and 0 <= simple_think_frac < 1 and 0 <= complex_direct_frac < 1
+                and 0 <= simple_verbose_frac <= 1):
+            raise ValueError("complex_verbose_frac and simple_verbose_frac must be in [0, 1], "
+                             "simple_think_frac and complex_direct_frac in [0, 1)")
+        if augment_verbose and simple_verbose_frac:
+            raise ValueError("simple_verbose_frac is for non-augmented data (augmentation puts every "
+                             "simple problem in both costumes)")
         rng = np.random.default_rng([self.seed, seed, 11])
         rows: list[dict] = []
         n_simple = n // 2
         while len(rows) < n_simple:
             think = bool(rng.random() < simple_think_frac)
             state = rng.bit_generator.state
-            rows.append(self.problem("simple", "concise", "train", rng, with_think=think))
+            phrasing = "verbose" if simple_verbose_frac and rng.random() < simple_verbose_frac else "concise"
+            rows.append(self.problem("simple", phrasing, "train", rng, with_think=think))
             if augment_verbose and len(rows) < n_simple:
                 rng.bit_generator.state = state  # same problem, verbose costume
                 rows.append(self.problem("simple", "verbose", "train", rng, with_think=think))
