@@ -286,7 +286,7 @@ def test_reproduce_skips_a_paper_whose_package_is_missing(tmp_path, capsys, monk
     assert not (out / FAKE2 / "smoke" / "latest.json").exists()
     (row,) = [ln for ln in (out / "REPORT.md").read_text().splitlines()
               if ln.startswith(f"| 98 | {FAKE2} |")]
-    assert "error" in row  # the report shows it as not run, next to any earlier result
+    assert "skipped before any compute" in row and "pip install" in row  # the report says why
     # --check says the same without running anything
     code, stdout, err, _ = run_cli(["reproduce", FAKE, FAKE2, "--profile", "smoke", "--out",
                                     str(out), "--check"], capsys)
