@@ -244,11 +244,19 @@ def cmd_info(args: argparse.Namespace) -> int:
     for profile in PROFILES:
         cfg = exp.Config.from_profile(profile)
         print(f"  profile {profile}: seeds {list(cfg.seeds)}, budget {cfg.budget_s:.0f} s")
+    gates = {g.name: g for g in getattr(exp, "SUBSTRATE", ())}
+    knobs = getattr(exp, "PROTOCOL_KNOBS", {}) or {}
+    if knobs:
+        print(_wrap("protocol knobs (swept in full): " + "; ".join(
+            f"{k} in {list(v)}" for k, v in knobs.items()), "  ", "  "))
     print("  claims:")
     for c in exp.CLAIMS:
         print(_wrap(f"- [{c.id}] {c.statement}", "   ", "  "))
+        effect = (f"{c.effect:g} ({c.effect_source})" if c.effect is not None else "not declared")
+        needs = "; ".join(f"{g}: {gates[g].rule}" if g in gates else g for g in c.gates) or "none"
         for label, value in (("paper", c.paper_value), ("metric", f"{c.metric}; scale: {c.scale}"),
-                             ("rule", c.rule), ("negative control", c.control_description)):
+                             ("rule", c.rule), ("negative control", c.control_description),
+                             ("effect", effect), ("gates", needs)):
             print(_wrap(f"{label}: {value}", "       ", "  "))
     if hasattr(exp, "describe"):
         print(_wrap(exp.describe(), "", ""))
