@@ -106,9 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("slugs", nargs="*", help="paper slugs (default: all implemented)")
     add_run_flags(rep, "quick")
 
-    tool = sub.add_parser("disempowerment", help="analyse your own conversation logs (JSONL) for "
+    tool = sub.add_parser("disempowerment", help="analyse your own conversation logs (JSONL, OpenAI "
+                          "messages, ShareGPT, CSV) for "
                           "disempowerment potential; `icml26 disempowerment analyze --help`",
-                          description="The disempowerment pipeline on a user's JSONL logs "
+                          description="The disempowerment pipeline on a user's logs (JSONL, "
+                                      "OpenAI messages, ShareGPT or CSV) "
                                       "(analyze FILE --out DIR [--llm URL]) or a synthetic corpus "
                                       "(generate FILE --n N).", add_help=False)
     tool.add_argument("args", nargs=argparse.REMAINDER)
