@@ -14,7 +14,7 @@ same layout :func:`icml26.core.lm.generate.generate` samples in (see its module 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,6 +151,7 @@ def train_sft(
     *,
     pad_id: int,
     prompt_length: int | None = None,
+    loss_fn: Callable[[torch.nn.Module, list[dict], int], torch.Tensor] | None = None,
 ) -> list[float]:
     """Fine-tune ``model`` in place on ``dataset``; return the per-step losses.
 
@@ -163,6 +164,10 @@ def train_sft(
     pad_id : int
     prompt_length : int, optional
         Fixed left-padded prompt length (default: the longest prompt in ``dataset``).
+    loss_fn : callable, optional
+        ``loss_fn(model, rows, prompt_length) -> loss`` of a minibatch of examples, in place of
+        :func:`sft_loss` on the batch :func:`build_sft_batch` lays out (same minibatch order,
+        optimizer, schedule and clipping either way).
     """
     if len(dataset) == 0:
         raise ValueError("empty SFT dataset")
@@ -185,13 +190,17 @@ def train_sft(
         idx = order[pos:pos + bs]
         pos += bs
         rows = [dataset[int(i)] for i in idx]
-        batch = build_sft_batch([r["prompt_ids"] for r in rows], [r["completion_ids"] for r in rows],
-                                pad_id=pad_id, prompt_length=P,
-                                weights=[float(r.get("weight", 1.0)) for r in rows],
-                                completion_only_loss=config.completion_only_loss)
         for g in opt.param_groups:
             g["lr"] = config.learning_rate * _lr_factor(step, config)
-        loss = sft_loss(model, batch)
+        if loss_fn is not None:
+            loss = loss_fn(model, rows, P)
+        else:
+            batch = build_sft_batch([r["prompt_ids"] for r in rows],
+                                    [r["completion_ids"] for r in rows], pad_id=pad_id,
+                                    prompt_length=P,
+                                    weights=[float(r.get("weight", 1.0)) for r in rows],
+                                    completion_only_loss=config.completion_only_loss)
+            loss = sft_loss(model, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if config.max_grad_norm:

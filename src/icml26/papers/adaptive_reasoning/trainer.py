@@ -19,9 +19,8 @@ import torch
 
 from icml26.core.lm.generate import generate, prefill_mask
 from icml26.core.lm.grpo import GRPOConfig, GRPOTrainer, RewardFunc
-from icml26.core.lm.sft import SFTConfig, _lr_factor, build_sft_batch, sft_loss, train_sft
+from icml26.core.lm.sft import SFTConfig, build_sft_batch, sft_loss, train_sft
 from icml26.core.lm.tokenizer import CharTokenizer
-from icml26.core.progress import tick
 
 from .task import CELLS, ModeFormat
 
@@ -198,30 +197,12 @@ def train_sft_by_length(model: torch.nn.Module, dataset: Sequence[dict], config:
                         prompt_length: int) -> list[float]:
     """``icml26.core.lm.sft.train_sft`` (same minibatch order, AdamW, schedule and clipping) with each
     minibatch's loss from :func:`sft_loss_by_length`; returns the per-step losses."""
-    if len(dataset) == 0:
-        raise ValueError("empty SFT dataset")
-    rng = np.random.default_rng(config.seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    model.train()
-    order, pos, bs = rng.permutation(len(dataset)), 0, config.per_device_train_batch_size
-    losses: list[float] = []
-    for step in range(config.max_steps):
-        tick("sft", step + 1, config.max_steps)
-        if pos + bs > len(order):
-            order, pos = rng.permutation(len(dataset)), 0
-        rows = [dataset[int(i)] for i in order[pos:pos + bs]]
-        pos += bs
-        for g in opt.param_groups:
-            g["lr"] = config.learning_rate * _lr_factor(step, config)
-        loss = sft_loss_by_length(model, rows, pad_id=pad_id, prompt_length=prompt_length,
+    def loss_fn(m: torch.nn.Module, rows: list[dict], P: int) -> torch.Tensor:
+        return sft_loss_by_length(m, rows, pad_id=pad_id, prompt_length=P,
                                   completion_only_loss=config.completion_only_loss)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-        opt.step()
-        losses.append(float(loss.detach()))
-    return losses
+
+    return train_sft(model, dataset, config, pad_id=pad_id, prompt_length=prompt_length,
+                     loss_fn=loss_fn)
 
 
 def _takes_position_offset(model: torch.nn.Module) -> bool:
