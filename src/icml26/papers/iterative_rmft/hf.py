@@ -34,8 +34,8 @@ import numpy as np
 from icml26.core.lm.hf import HF_INSTALL_HINT, HFChat
 from icml26.core.rl import BanditBatch
 
-from .rmft import RMFTConfig, select
-from .text import LLM_INSTRUCTIONS, TextRMFTHistory, TextTrajectories, replicate, text_rollout
+from .rmft import RMFTConfig
+from .text import LLM_INSTRUCTIONS, TextRMFTHistory, TextTrajectories, rollout_and_select
 
 try:
     import datasets
@@ -93,17 +93,7 @@ def iterative_rmft_hf(model: Any, tokenizer: Any, task_sampler: Callable[[int, i
         if config.continue_from == "base" else None
     pool: list[dict[str, Any]] = []
     for it in range(config.iterations):
-        tasks = task_sampler(config.tasks_per_iter, int(rng.integers(2**31)))
-        env = replicate(tasks, config.rollouts_per_task, int(rng.integers(2**31)))
-        traj = text_rollout(chat, env, temperature=config.temperature, seed=int(rng.integers(2**31)))
-        traj.task = np.repeat(np.arange(config.tasks_per_iter), config.rollouts_per_task)
-        kept = select(traj, config.tasks_per_iter, config.top_k, config.selection, rng)
-        hist.rollout_regret.append(float(traj.regret.mean()))
-        hist.kept_regret.append(float(kept.regret.mean()))
-        hist.rollout_valid.append(float(traj.valid.mean()))
-        hist.kept_valid.append(float(kept.valid.mean()))
-        hist.kept_consistent.append(float(kept.consistent.mean()))
-        hist.rollout_tokens += traj.tokens
+        kept = rollout_and_select(chat, task_sampler, config, rng, hist)
         data = sft_rows(kept)
         if base_state is not None:
             pool.extend(data)

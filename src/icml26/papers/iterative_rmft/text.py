@@ -368,6 +368,24 @@ def replicate(tasks: BanditBatch, copies: int, seed: int) -> BanditBatch:
                        sigma=tasks.sigma, seed=seed)
 
 
+
+def rollout_and_select(chat, task_sampler, config, rng: np.random.Generator, hist: TextRMFTHistory):
+    """One round of text RMFT's data collection: sample tasks, roll the chat model out on each
+    ``config.rollouts_per_task`` times, keep the top-k per task by ``config.selection``, and record
+    the round's regret, validity, consistency and token counts in ``hist``; return the kept turns."""
+    tasks = task_sampler(config.tasks_per_iter, int(rng.integers(2**31)))
+    env = replicate(tasks, config.rollouts_per_task, int(rng.integers(2**31)))
+    traj = text_rollout(chat, env, temperature=config.temperature, seed=int(rng.integers(2**31)))
+    traj.task = np.repeat(np.arange(config.tasks_per_iter), config.rollouts_per_task)
+    kept = select(traj, config.tasks_per_iter, config.top_k, config.selection, rng)
+    hist.rollout_regret.append(float(traj.regret.mean()))
+    hist.kept_regret.append(float(kept.regret.mean()))
+    hist.rollout_valid.append(float(traj.valid.mean()))
+    hist.kept_valid.append(float(kept.valid.mean()))
+    hist.kept_consistent.append(float(kept.consistent.mean()))
+    hist.rollout_tokens += traj.tokens
+    return kept
+
 def iterative_rmft_text(chat: TinyLMChat, task_sampler: Callable[[int, int], BanditBatch],
                         config: RMFTConfig, *, loss_on: str = "full", seed: int = 0) -> TextRMFTHistory:
     """Iterative RMFT on text rollouts, in place on ``chat.model``: per iteration roll out L
@@ -383,17 +401,7 @@ def iterative_rmft_text(chat: TinyLMChat, task_sampler: Callable[[int, int], Ban
     base_state = {k: v.clone() for k, v in chat.model.state_dict().items()}
     pool: list[dict] = []
     for _ in range(config.iterations):
-        tasks = task_sampler(config.tasks_per_iter, int(rng.integers(2**31)))
-        env = replicate(tasks, config.rollouts_per_task, int(rng.integers(2**31)))
-        traj = text_rollout(chat, env, temperature=config.temperature, seed=int(rng.integers(2**31)))
-        traj.task = np.repeat(np.arange(config.tasks_per_iter), config.rollouts_per_task)
-        kept = select(traj, config.tasks_per_iter, config.top_k, config.selection, rng)
-        hist.rollout_regret.append(float(traj.regret.mean()))
-        hist.kept_regret.append(float(kept.regret.mean()))
-        hist.rollout_valid.append(float(traj.valid.mean()))
-        hist.kept_valid.append(float(kept.valid.mean()))
-        hist.kept_consistent.append(float(kept.consistent.mean()))
-        hist.rollout_tokens += traj.tokens
+        kept = rollout_and_select(chat, task_sampler, config, rng, hist)
         data = text_examples(chat, kept, loss_on=loss_on)
         if config.continue_from == "base":
             pool.extend(data)
