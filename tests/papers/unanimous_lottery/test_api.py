@@ -183,7 +183,7 @@ ALGS = {
     "full": ul.full_elicitation,
     "alg2": ul.deterministic,
     "alg3": lambda o: ul.randomized(o, 0),
-    "alg3_small_r": lambda o: ul.randomized(o, 1, sample_size=3),
+    "alg3_small_r": lambda o: ul.randomized(o, 1, sample_size=o.m),  # smallest allowed
     "alg3_offline_cache": lambda o: ul.randomized(o, 2, sample_size=4, verify_cached=False),
 }
 
@@ -278,12 +278,23 @@ def test_randomized_first_round_sample_has_r_distinct_agents():
         assert res.trace[0]["learned"] == 64
 
 
-def test_randomized_tiny_sample_ends_unresolved_not_overflow():
-    """``sample_size < m - 1`` cannot hold a basis: weights grow past 2^63 and the run ends
-    "unresolved" at max_rounds (it used to raise OverflowError)."""
+def test_randomized_refuses_too_small_sample_before_any_query():
+    """``sample_size < m`` (the combinatorial dimension) cannot hold a basis or an infeasibility
+    certificate, so the Las Vegas guarantee fails: refused before a single query (it used to
+    spend hundreds of queries and end "unresolved")."""
+    for m, r in ((4, 1), (4, 3), (3, 2), (2, 1)):
+        inst = ul.planted_feasible(200, m, 16, 0)
+        o = AcceptanceOracle(inst)
+        with pytest.raises(ValueError, match="combinatorial dimension"):
+            ul.randomized(o, 0, sample_size=r, max_rounds=80)
+        assert o.n_queries == 0
+        with pytest.raises(ValueError, match="combinatorial dimension"):
+            ul.find_unanimous_lottery(o, "randomized", seed=0, sample_size=r)
+        assert o.n_queries == 0
+    # the boundary r = m is allowed and correct
     inst = ul.planted_feasible(200, 4, 16, 0)
-    res = ul.randomized(AcceptanceOracle(inst), 0, sample_size=1, max_rounds=80)
-    assert res.status == "unresolved" and res.rounds == 80 and res.lottery is None
+    res = ul.randomized(AcceptanceOracle(inst), 0, sample_size=4)
+    assert res.status == "found" and res.n_queries > 0
 
 
 def test_randomized_no_reweight_stays_unresolved():

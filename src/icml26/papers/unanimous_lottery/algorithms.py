@@ -446,10 +446,13 @@ def randomized(oracle: AcceptanceOracle, seed: int | np.random.Generator | None 
     seed : int, numpy Generator or None
         Randomness for the draws; results are identical for a seed.
     sample_size : int, optional
-        ``r``; default ``16 (m - 1)^2`` (paper). A sample smaller than the combinatorial
-        dimension (``r < m - 1``) may never contain a basis of the optimum: the run then ends
-        ``"unresolved"`` after ``max_rounds`` (the weights grow to ``2^max_rounds``; the sampler
-        draws exactly from such big-integer weights).
+        ``r``; default ``16 (m - 1)^2`` (paper, the value Theorem 3.4's query bound is stated
+        for). Must be ``>= m``, the combinatorial dimension of the problem: a feasible lexmax is
+        fixed by ``<= m - 1`` learned constraints and an infeasible set has an infeasible subset
+        of ``<= m`` (Helly) [R]. Only a sample that can hold such a witness can end the run, so
+        the Las Vegas guarantee (terminates with probability 1, always correct) needs ``r >= m``;
+        a smaller ``r`` is refused with ``ValueError`` before any query is spent. ``m <= r <
+        16 (m - 1)^2`` keeps correctness and termination but not the theorem's constant.
     reweight : bool
         ``False`` disables the doubling (negative control: violators stay unresolved).
     verify_cached : bool
@@ -464,6 +467,12 @@ def randomized(oracle: AcceptanceOracle, seed: int | np.random.Generator | None 
     r = 16 * (m - 1) ** 2 if sample_size is None else sample_size
     if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
         raise ValueError(f"sample_size must be a positive int, got {sample_size!r}")
+    if r < m:
+        raise ValueError(
+            f"sample_size={int(r)} is below m={m}, the combinatorial dimension (a lexmax basis has "
+            f"<= m - 1 agents, an infeasibility certificate <= m): such a sample may never hold a "
+            f"witness, so Algorithm 3's Las Vegas guarantee does not hold; use sample_size >= {m} "
+            f"(the paper's value is 16 (m - 1)^2 = {16 * (m - 1) ** 2})")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
         raise ValueError(f"max_rounds must be a positive int, got {max_rounds!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
