@@ -57,6 +57,8 @@ def run(config: Config, seed: int) -> SeedOutput:
     )
 
 
+METRICS = {("method", "baseline", "control"): ("error",)}
+
 CLAIMS = (
     Claim(
         id="better",

@@ -44,6 +44,7 @@ from ..core.progress import progress_sink, timing_scope
 from ._json import to_jsonable
 from .claims import INCONCLUSIVE, check_claims, judge, measure_gates
 from .config import ConfigError, ExperimentConfig, parse_assignments
+from .metrics import metric_schema
 from .registry import get_paper
 from .result import (
     SCHEMA_VERSION,
@@ -161,6 +162,9 @@ def run_seed(experiment: Any, config: ExperimentConfig, seed: int) -> SeedOutput
     seed_everything(seed)
     with limit_torch_threads(config.torch_threads), default_torch_device(config.torch_device):
         out = _normalise(experiment.run(config, seed), seed)
+    schema = metric_schema(experiment)
+    if schema is not None:  # an undeclared arm/metric fails the seed, by name (harness.metrics)
+        schema.check(out.metrics, where=f"seed {seed}: run()")
     # the form a checkpoint or a Ray worker hands back: plots see the same types on every path
     return seed_from_text(seed_to_text(out))
 
@@ -364,7 +368,11 @@ def run_paper(
 def judge_all(experiment: Any, metrics: Mapping[str, Mapping[str, list[float]]],
               config: ExperimentConfig, result: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Measure the paper's substrate gates (``SUBSTRATE``) and judge every claim with them; the
-    gates go to ``result["substrate"]`` when a result is given."""
+    gates go to ``result["substrate"]`` when a result is given. Rules and gates read the metrics
+    through the paper's declared ``METRICS`` (an undeclared name is refused, harness.metrics)."""
+    schema = metric_schema(experiment)
+    if schema is not None:
+        metrics = schema.guard(metrics)
     gates = measure_gates(getattr(experiment, "SUBSTRATE", ()), metrics, config)
     if result is not None:
         result["substrate"] = gates
