@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from icml26.core.rl import PPOConfig, gae, train_ppo
+from icml26.core.rl.ppo import PPO
 
 
 class Corridor:
@@ -80,3 +82,66 @@ def test_ppo_learns_corridor_to_optimal_return():
         a, _, _ = agent.act(obs, greedy=True)
         obs, r, d, _ = env.step(a)
     assert d.all() and (r == 1).all()  # the greedy policy walks straight to the end
+
+
+# -- time limits: a truncated episode is bootstrapped, not taught as terminal -----------------
+class _Forever:
+    """Reward 1 on every step, no terminal state, a time limit of ``limit`` steps: the true value
+    of every state is 1 / (1 - gamma). Reports truncations as core.rl.ppo documents (or not)."""
+
+    num_actions, obs_dim = 2, 3
+
+    def __init__(self, num_envs: int, limit: int, report: bool = True) -> None:
+        self.num_envs, self.limit, self.report = num_envs, limit, report
+        self.t = np.arange(num_envs) % limit  # staggered episodes
+
+    def reset(self):
+        return np.ones((self.num_envs, 3), np.float32)
+
+    def step(self, actions):
+        self.t += 1
+        done = self.t >= self.limit
+        info = {}
+        if done.any():
+            idx = np.flatnonzero(done)
+            info = {"slot": idx, "return": np.full(len(idx), float(self.limit))}
+            if self.report:
+                info["truncated"] = np.ones(len(idx), bool)
+                info["final_obs"] = np.ones((len(idx), 3), np.float32)
+            self.t[idx] = 0
+        return (np.ones((self.num_envs, 3), np.float32), np.ones(self.num_envs, np.float32),
+                done, info)
+
+
+def _constant_critic(ppo, value: float) -> None:
+    head = ppo.net.critic[-1]
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(value)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 5])
+def test_timeouts_are_bootstrapped_to_the_known_value(limit):
+    """With V at the true value 1 / (1 - gamma), GAE(lambda=1) returns equal it at every step
+    (the Bellman fixed point) when time-outs are bootstrapped; treated as terminal they fall
+    short of it at every step."""
+    gamma = 0.9
+    truth = 1 / (1 - gamma)
+    cfg = PPOConfig(num_steps=12, gamma=gamma, gae_lambda=1.0, hidden=8)
+    for report, exact in ((True, True), (False, False)):
+        ppo = PPO(cfg, 3, 2, seed=0)
+        _constant_critic(ppo, truth)
+        env = _Forever(4, limit, report=report)
+        batch = ppo.rollout(env, env.reset())
+        if exact:
+            np.testing.assert_allclose(batch["returns"], truth, rtol=1e-5)
+            np.testing.assert_allclose(batch["advantages"], 0.0, atol=1e-4)
+        else:
+            assert (batch["returns"] < truth - 0.5).any()
+
+
+def test_a_truncation_report_without_final_obs_is_refused():
+    ppo = PPO(PPOConfig(num_steps=2, hidden=8), 3, 2)
+    with pytest.raises(ValueError, match="final_obs"):
+        ppo._bootstrap_timeouts(np.ones(2, np.float32),
+                                {"slot": np.array([0]), "truncated": np.array([True])})

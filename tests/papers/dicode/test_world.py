@@ -55,9 +55,36 @@ def test_timeout_and_observation_shape():
     for _ in range(49):
         obs, _, d, _ = env.step(np.zeros(3, np.int64))
         assert not d.any()
+    before = env.observe()
     obs, _, d, info = env.step(np.zeros(3, np.int64))
     assert d.all() and not info["success"].any()
     assert obs.shape == (3, obs_dim())
+    # a time-out is reported as a truncation with the observation it was cut at (PPO bootstraps it)
+    assert info["truncated"].all()
+    # noop: the cut observation is the previous one up to one step of needs depletion, and it is
+    # not the reset observation the env returns
+    np.testing.assert_allclose(info["final_obs"], before, atol=0.01)
+    assert np.abs(info["final_obs"] - obs).max() > 0.05
+
+
+def test_success_and_death_are_not_truncations():
+    env = _env(Craft())
+    for a in ("right", "do", "left", "place_table"):
+        env.step(np.full(2, ACT[a]))
+    _, _, d, info = env.step(np.full(2, ACT["make_pickaxe"]))
+    assert d.all() and info["success"].all() and not info["truncated"].any()
+    assert "final_obs" not in info
+
+
+@pytest.mark.parametrize("bad, err", [
+    (np.array([11, 0]), ValueError), (np.array([-1, 0]), ValueError),
+    (np.zeros(3, np.int64), ValueError), (np.zeros((2, 1), np.int64), ValueError),
+    (np.array([0.0, 1.0]), TypeError), (np.array([True, False]), TypeError),
+])
+def test_step_refuses_invalid_actions(bad, err):
+    env = _env(Craft())
+    with pytest.raises(err, match="action"):
+        env.step(bad)
 
 
 def test_original_level_has_every_resource_and_is_deterministic():

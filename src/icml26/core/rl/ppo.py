@@ -5,7 +5,12 @@ Reusable by any paper whose environment follows the batched protocol :class:`Vec
 ``step(actions) -> (obs, reward, done, info)`` with auto-reset (``obs`` after a done is the first
 observation of the next episode). The clipped surrogate, value loss, entropy bonus, advantage
 normalisation per minibatch, global gradient-norm clipping and linear learning-rate annealing follow
-the CleanRL/PureJaxRL PPO reference; time-limit truncation is treated as termination (as in
+the CleanRL/PureJaxRL PPO reference. Time limits: an env that reports, in the ``info`` of a step,
+``slot`` (the slots that finished), ``truncated`` (per finished slot: the episode hit its time limit
+without terminating) and ``final_obs`` (per finished slot: the observation it was cut at) is
+bootstrapped -- the truncated step's reward gets ``gamma * V(final_obs)`` added in the training
+batch, as Stable-Baselines3 does (Pardo et al. 2018, "Time limits in RL"), so a time-out is not
+taught as a terminal state. An env that does not report them is treated as terminating (as in
 PureJaxRL's Craftax PPO).
 
 ``PPO(cfg, obs_dim, num_actions)`` then ``batch = ppo.rollout(env, obs)`` and ``ppo.update(batch)``;
@@ -154,6 +159,7 @@ class PPO:
                 recs.append(np.asarray(record(env)))
             a, logp, v = self.act(obs)
             nobs, r, d, info = env.step(a)
+            r = self._bootstrap_timeouts(r, info)
             for k, x in zip(buf, (obs, a, logp, v, r, d), strict=True):
                 buf[k].append(x)
             infos.append(info)
@@ -168,6 +174,26 @@ class PPO:
             batch["record"] = np.stack(recs)
         self.env_steps += T * n
         return batch
+
+    @torch.no_grad()
+    def _bootstrap_timeouts(self, reward: np.ndarray, info: dict) -> np.ndarray:
+        """``reward`` with ``gamma * V(final_obs)`` added on the slots whose episode was truncated
+        by a time limit (see the module docstring); unchanged when the env reports none."""
+        trunc = info.get("truncated") if info else None
+        if trunc is None:
+            return reward
+        trunc = np.asarray(trunc, bool)
+        if not trunc.any():
+            return reward
+        if "final_obs" not in info or "slot" not in info:
+            raise ValueError("an env that reports `truncated` must also report `slot` and "
+                             "`final_obs` for the finished slots")
+        slots = np.asarray(info["slot"])[trunc]
+        final = np.asarray(info["final_obs"], dtype=np.float32)[trunc]
+        _, value = self.net(torch.as_tensor(final, device=self.device))
+        out = np.array(reward, dtype=np.float32, copy=True)
+        out[slots] += self.cfg.gamma * value.cpu().numpy().astype(np.float32)
+        return out
 
     def update(self, batch: dict[str, Any], mask: np.ndarray | None = None) -> dict[str, float]:
         """PPO epochs over the batch. ``mask`` (T, B) of {0, 1} drops transitions from the loss

@@ -465,7 +465,15 @@ class MicroCraftEnv:
         return found
 
     def step(self, actions: np.ndarray):
-        a = np.asarray(actions, dtype=np.int64)
+        a = np.asarray(actions)
+        if a.shape != (self.n,):
+            raise ValueError(f"step needs one action per env: shape ({self.n},), got {a.shape}")
+        if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+            raise TypeError(f"actions must be integers in [0, {N_ACTIONS}), got dtype {a.dtype}")
+        if a.size and (a.min() < 0 or a.max() >= N_ACTIONS):
+            raise ValueError(f"actions must lie in [0, {N_ACTIONS}), got values in "
+                             f"[{a.min()}, {a.max()}]")
+        a = a.astype(np.int64, copy=False)
         n, s, ar, inv = self.n, self.size, self._ar, self.inv
         new = np.zeros((n, len(ACHIEVEMENTS)), bool)
         P = {k: self.params[:, i] for i, k in enumerate(PARAM_NAMES)}
@@ -574,8 +582,14 @@ class MicroCraftEnv:
         info = {}
         if done.any():
             idx = np.flatnonzero(done)
+            # a time-out that neither killed nor solved is a truncation: the learner bootstraps
+            # it from the observation it was cut at (core.rl.ppo)
+            truncated = (timeout & ~dead & ~success)[idx]
             info = {"slot": idx, "level": self.level[idx].copy(), "world": self.world[idx].copy(),
                     "return": self.ret[idx].copy(), "success": success[idx].copy(),
-                    "unlocked": self.unlocked[idx].copy(), "length": self.t[idx].copy()}
+                    "unlocked": self.unlocked[idx].copy(), "length": self.t[idx].copy(),
+                    "truncated": truncated}
+            if truncated.any():
+                info["final_obs"] = self.observe()[idx]
             self._reset_slots(idx)
         return self.observe(), reward.astype(np.float32), done, info
