@@ -29,9 +29,10 @@ def test_smoke_profile(tmp_path):
     _check(res)
     assert_pinned(res, __file__)
     claims = {c["id"]: c for c in res["claims"]}
-    # structural outcomes that hold at any scale: no commitment, no persuasion
-    assert claims["commitment"]["verdict"] == "reproduced"
+    # a structural outcome that holds at any scale: a credulous receiver breaks the classic values
     assert claims["classic_values"]["negative_control"]["verdict"] == "not reproduced"
+    # the loop is judged against every search without feedback (issue 49)
+    assert set(claims["loop_vs_random"]["arms"]["baselines"]) == {"random_search", "random_prior", "lie_grid"}
     assert list(tmp_path.rglob("*.png"))
 
 
@@ -39,9 +40,7 @@ def test_smoke_profile(tmp_path):
 def test_quick_profile(tmp_path):
     res = run_paper("verbalized_bp", "quick", out=tmp_path)
     _check(res)
-    claims = {c["id"]: c for c in res["claims"]}
-    for cid in ("classic_values", "loop_vs_random", "obfuscation", "commitment"):
-        assert claims[cid]["verdict"] == "reproduced", (cid, claims[cid]["ours"])
+    assert res["seeds"] == [0, 1, 2, 3, 4]  # loop_vs_random on >= 5 seeds (issue 49)
 
 
 def test_claims_declare_effects_and_the_seed_knob():

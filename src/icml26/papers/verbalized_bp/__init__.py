@@ -25,7 +25,9 @@ from .classic import (
 from .solver import (
     SearchResult,
     find_equilibrium,
+    grid_search,
     local_proposer,
+    played_deviation_gain,
     random_search,
     receiver_deviation_gain,
     sender_deviation_gain,
@@ -33,17 +35,21 @@ from .solver import (
 from .verbal import (
     CLASSES,
     Episodes,
+    Record,
     Scenario,
     SenderPrompt,
     bayesian_receiver,
     class_posterior,
     credulous_receiver,
     exact_outcome,
+    llm_reader,
     parse_policy,
+    parse_record,
     play,
     read_letter,
     scenario,
     template_sender,
+    track_record,
     write_letter,
 )
 
@@ -55,12 +61,13 @@ PAPER = {
 }
 
 __all__ = [
-    "CLASSES", "PAPER", "BPInstance", "Episodes", "Scenario", "SearchResult", "SenderPrompt",
+    "CLASSES", "PAPER", "BPInstance", "Episodes", "Record", "Scenario", "SearchResult", "SenderPrompt",
     "SignalingScheme", "bayesian_receiver", "binary_threshold", "binary_threshold_optimum",
     "class_posterior", "concavify_binary", "courtroom", "credulous_receiver", "exact_outcome",
-    "find_equilibrium", "full_disclosure_value", "law_enforcement", "local_proposer",
-    "no_information_value", "parse_policy", "play", "random_search", "read_letter",
+    "find_equilibrium", "full_disclosure_value", "grid_search", "law_enforcement", "llm_reader",
+    "local_proposer", "no_information_value", "parse_policy", "parse_record", "play",
+    "played_deviation_gain", "random_search", "read_letter",
     "receiver_best_action", "receiver_deviation_gain", "recommendation_letter", "scenario",
     "scheme_outcome", "sender_deviation_gain", "solve_persuasion_lp", "template_sender",
-    "write_letter",
+    "track_record", "write_letter",
 ]

@@ -32,6 +32,7 @@ from icml26.harness import (
     Decision,
     ExperimentConfig,
     SeedOutput,
+    all_of,
     mean_se,
     paired_improvement,
 )
@@ -42,7 +43,9 @@ from icml26.harness.tuning import Tuned
 from .classic import binary_threshold_optimum, no_information_value, solve_persuasion_lp
 from .solver import (
     find_equilibrium,
+    grid_search,
     local_proposer,
+    played_deviation_gain,
     random_search,
     receiver_deviation_gain,
     sender_deviation_gain,
@@ -52,7 +55,9 @@ from .verbal import (
     bayesian_receiver,
     credulous_receiver,
     exact_outcome,
+    llm_reader,
     play,
+    read_letter,
     scenario,
     template_sender,
 )
@@ -60,10 +65,13 @@ from .verbal import (
 SCALE = ("laptop-scale: offline template sender and exact-Bayes text receiver behind the chat-model "
          "interface, a local proposal loop standing in for the LLM optimiser; the paper uses "
          "Llama-3.1-8B for every role")
-ARMS = ("loop", "loop_credulous", "random_search", "loop_shuffled", "no_commitment",
-        "no_obfuscation", "no_obfuscation_lowleak", "full_disclosure")
-METRICS = ("value", "lie_rate", "honest_rate", "receiver_value", "exact_value", "regret",
-           "sender_gain", "receiver_gain")
+ARMS = ("loop", "loop_credulous", "random_search", "random_prior", "lie_grid", "loop_shuffled",
+        "no_commitment", "no_obfuscation", "no_obfuscation_lowleak", "full_disclosure")
+SEARCH_BASELINES = ("random_search", "random_prior", "lie_grid")  # no feedback, same proposal budget
+PER_SCENARIO = ("value", "lie_rate", "honest_rate", "receiver_value", "exact_value", "regret",
+                "sender_gain", "receiver_gain")
+# every arm writes each metric per scenario, as f"{scenario}_{metric}" (harness.metrics)
+METRICS = {ARMS: tuple(f"{s}_{k}" for s in ("letter", "courtroom", "law") for k in PER_SCENARIO)}
 # Decision constants, fixed before any run (the brief's acceptance checks, section 5)
 TOL_VALUE = 0.03   # |sender value - theory|
 TOL_LIE = 0.05     # |lie rate - theory|
@@ -89,10 +97,12 @@ class Config(ExperimentConfig):
     n_candidates: int = 4
     n_train: int = 100
     n_eval: int = 1000
+    n_record: int = 100
     llm_roles: str = "sender,receiver"
 
     BOUNDS = {"leak": (0.0, 1.0), "low_leak": (0.0, 1.0), "n_iters": (1, None),
-              "n_candidates": (3, None), "n_train": (1, None), "n_eval": (10, None)}
+              "n_candidates": (3, None), "n_train": (1, None), "n_eval": (10, None),
+              "n_record": (0, None)}
 
     def extra_checks(self) -> None:
         for s in self.scenarios:
@@ -108,7 +118,8 @@ class Config(ExperimentConfig):
 
     @classmethod
     def quick(cls) -> Config:
-        return cls(seeds=(0, 1, 2))
+        # five seeds: loop_vs_random flipped between seeds 0-2 and 3-7 (issue 49)
+        return cls(seeds=(0, 1, 2, 3, 4))
 
     @classmethod
     def full(cls) -> Config:
@@ -137,9 +148,13 @@ def run(config: Config, seed: int) -> SeedOutput:
     extras: dict[str, dict] = {}
     tuning: dict[str, Tuned] = {}
     roles = _roles(config)
+    live: set[str] = set()  # roles a real model (--llm) plays
 
     def role(name: str, offline):
-        return resolve_chat_model(offline) if name in roles else offline
+        model = resolve_chat_model(offline) if name in roles else offline
+        if model is not offline:
+            live.add(name)
+        return model
 
     proposer = role("proposer", local_proposer())
     for si, name in enumerate(config.scenarios):
@@ -147,47 +162,68 @@ def run(config: Config, seed: int) -> SeedOutput:
         th = theory(name, config.leak)
         sender = role("sender", template_sender(sc, leak=config.leak))
         sender_low = role("sender", template_sender(sc, leak=config.low_leak, name="template_sender_lowleak"))
-        bayes = role("receiver", bayesian_receiver(sc, leak=config.leak))
-        bayes_low = role("receiver", bayesian_receiver(sc, leak=config.low_leak, name="bayes_receiver_lowleak"))
+        # a free-writing LLM sender is read by the LLM itself (declared in extras["reader"])
+        reader = llm_reader(sender) if "sender" in live else read_letter
+        bayes = role("receiver", bayesian_receiver(sc, leak=config.leak, reader=reader))
+        bayes_low = role("receiver", bayesian_receiver(sc, leak=config.low_leak, reader=reader,
+                                                       name="bayes_receiver_lowleak"))
         credulous = role("receiver", credulous_receiver(sc))
         train_seed = int(np.random.default_rng([seed, si, 0]).integers(2**31 - 1))
         start = SenderPrompt(1.0, 0.0)  # full disclosure in natural style: not the solution
+        budget = config.n_iters * config.n_candidates
         loop_kw = {"n_iters": config.n_iters, "n_candidates": config.n_candidates,
-                   "n_episodes": config.n_train, "seed": train_seed}
-        # arm -> (search result or None, sender, receiver, receiver kind, leak, obfuscation allowed)
+                   "n_episodes": config.n_train, "seed": train_seed, "reader": reader}
+        base_kw = {"start": start, "n_proposals": budget, "n_episodes": config.n_train,
+                   "seed": train_seed, "reader": reader}
+        no_commit = SenderPrompt(1.0, 0.0, commit=False)
+        # arm -> (search result or None, sender, receiver, receiver kind, leak, obfuscation allowed,
+        #         record size)
         searches = {
             "loop": (find_equilibrium(sc, sender, bayes, proposer, start=start, **loop_kw),
-                     sender, bayes, "bayes", config.leak, True),
+                     sender, bayes, "bayes", config.leak, True, 0),
             "loop_credulous": (find_equilibrium(sc, sender, credulous, proposer, start=start, **loop_kw),
-                               sender, credulous, "credulous", config.leak, True),
-            "random_search": (random_search(sc, sender, bayes, start=start,
-                                            n_proposals=config.n_iters * config.n_candidates,
-                                            n_episodes=config.n_train, seed=train_seed),
-                              sender, bayes, "bayes", config.leak, True),
+                               sender, credulous, "credulous", config.leak, True, 0),
+            "random_search": (random_search(sc, sender, bayes, **base_kw),
+                              sender, bayes, "bayes", config.leak, True, 0),
+            "random_prior": (random_search(sc, sender, bayes, prior="loop", **base_kw),
+                             sender, bayes, "bayes", config.leak, True, 0),
+            "lie_grid": (grid_search(sc, sender, bayes, **base_kw),
+                         sender, bayes, "bayes", config.leak, True, 0),
             "loop_shuffled": (find_equilibrium(sc, sender, bayes, proposer, start=start,
                                                shuffle_feedback=True, **loop_kw),
-                              sender, bayes, "bayes", config.leak, True),
-            "no_commitment": (find_equilibrium(sc, sender, bayes, proposer,
-                                               start=SenderPrompt(1.0, 0.0, commit=False), **loop_kw),
-                              sender, bayes, "bayes", config.leak, True),
+                              sender, bayes, "bayes", config.leak, True, 0),
+            "no_commitment": (find_equilibrium(sc, sender, bayes, proposer, start=no_commit,
+                                               n_record=config.n_record, **loop_kw),
+                              sender, bayes, "record", config.leak, True, config.n_record),
             "no_obfuscation": (find_equilibrium(sc, sender, bayes, proposer, start=start,
                                                 allow_obfuscate=False, **loop_kw),
-                               sender, bayes, "bayes", config.leak, False),
+                               sender, bayes, "bayes", config.leak, False, 0),
             "no_obfuscation_lowleak": (find_equilibrium(sc, sender_low, bayes_low, proposer, start=start,
                                                         allow_obfuscate=False, **loop_kw),
-                                       sender_low, bayes_low, "bayes", config.low_leak, False),
-            "full_disclosure": (None, sender, bayes, "bayes", config.leak, True),
+                                       sender_low, bayes_low, "bayes", config.low_leak, False, 0),
+            "full_disclosure": (None, sender, bayes, "bayes", config.leak, True, 0),
         }
         eval_rng = np.random.default_rng([seed, si, 1])
         good = eval_rng.random(config.n_eval) < sc.prior_good
         eval_seeds = eval_rng.integers(0, 2**31 - 1, size=config.n_eval)
+        record_seed = int(eval_rng.integers(2**31 - 1))
+        n_dev = min(config.n_eval, 200)
         found_prompts = {}
-        for arm, (res, snd, rcv, kind, leak, allow_obf) in searches.items():
+        for arm, (res, snd, rcv, kind, leak, allow_obf, n_rec) in searches.items():
             prompt = res.best if res is not None else start
             found_prompts[arm] = prompt.to_dict()
-            ep = play(sc, prompt, snd, rcv, good, eval_seeds)
-            exact = exact_outcome(sc, prompt, leak=leak, receiver=kind)["value"]
-            gain, _ = sender_deviation_gain(sc, prompt, leak=leak, receiver=kind, allow_obfuscate=allow_obf)
+            ep = play(sc, prompt, snd, rcv, good, eval_seeds, n_record=n_rec, record_seed=record_seed,
+                      reader=reader)
+            if "receiver" in live and kind != "credulous":
+                # every metric from the played game: the LLM receiver is not the exact evaluator
+                exact = ep.sender_value
+                gain, _ = played_deviation_gain(sc, prompt, snd, rcv, good[:n_dev], eval_seeds[:n_dev],
+                                                allow_obfuscate=allow_obf, reader=reader, n_record=n_rec,
+                                                record_seed=record_seed)
+            else:
+                exact = exact_outcome(sc, prompt, leak=leak, receiver=kind)["value"]
+                gain, _ = sender_deviation_gain(sc, prompt, leak=leak, receiver=kind,
+                                                allow_obfuscate=allow_obf)
             m = {"value": ep.sender_value, "lie_rate": ep.praise_rate(False), "honest_rate": ep.praise_rate(True),
                  "receiver_value": ep.receiver_value, "exact_value": exact, "regret": th["value"] - exact,
                  "sender_gain": gain, "receiver_gain": receiver_deviation_gain(sc, prompt, ep, leak=leak)}
@@ -198,11 +234,15 @@ def run(config: Config, seed: int) -> SeedOutput:
                     grid_size=res.n_proposals, budget={"proposals": res.n_proposals,
                                                        "train_episodes": res.episodes})
         curves = {}
-        for arm in ("loop", "random_search", "loop_shuffled"):
+        for arm in ("loop", "random_search", "random_prior", "lie_grid", "loop_shuffled"):
             hist = searches[arm][0].history
             k = config.n_candidates
             curves[arm] = [float(max(v for _, v in hist[:1 + k * (i + 1)])) for i in range(config.n_iters)]
         extras[name] = {"theory": th, "prompts": found_prompts, "best_training_score": curves}
+    extras["llm_roles_live"] = sorted(live)
+    extras["reader"] = "llm (the sender model classifies each letter)" if "sender" in live else "phrase"
+    extras["metrics_from"] = ("played game (LLM receiver): exact_value, regret, sender_gain are played"
+                              if "receiver" in live else "exact evaluator (offline receiver)")
     return SeedOutput(metrics=metrics, extras=extras, tuning=tuning)
 
 
@@ -258,12 +298,14 @@ def _equilibrium(arm: str):
     return rule
 
 
-def _beats_random(arm: str, against: str = "random_search"):
+def _beats_random(arm: str, against: tuple[str, ...] = SEARCH_BASELINES):
+    """``arm``'s regret below every arm of ``against`` (paired seeds), in every scenario."""
     def rule(m, c: Config) -> Decision:
-        regimes = [(name, paired_improvement(m[arm][f"{name}_regret"], m[against][f"{name}_regret"],
-                                             higher_is_better=False, label="regret "))
+        regimes = [(name, all_of(*(paired_improvement(m[arm][f"{name}_regret"], m[b][f"{name}_regret"],
+                                                      higher_is_better=False, label=f"vs {b}: regret ")
+                                   for b in against)))
                    for name in c.scenarios]
-        return per_regime(regimes, require="all", label=f"{arm} vs {against}: ")
+        return per_regime(regimes, require="all", label=f"{arm} vs {', '.join(against)}: ")
     return rule
 
 
@@ -325,17 +367,20 @@ CLAIMS = (
     Claim(
         id="loop_vs_random",
         statement=("The proposal loop (LLM proposals + game solver) finds the equilibrium more efficiently than "
-                   "random prompt search with the same number of proposals"),
+                   "search without feedback with the same number of proposals"),
         paper_value="qualitative (the generalized equilibrium-finding algorithm)",
         metric="regret V* - exact value of the chosen prompt (lower is better)",
         scale=SCALE,
-        rule="in every scenario: loop regret < random-search regret in every seed, mean gap > 2 s.e.",
+        rule=("in every scenario and against each search without feedback (uniform random prompts; random "
+              "lie rates with the loop's own starting knowledge: honesty 1, obfuscation on; an even grid "
+              "of lie rates at honesty 1, obfuscation on; all with the loop's 48 proposals and training "
+              "episodes): loop regret < baseline regret in every seed, mean paired gap > 2 s.e."),
         decide=_beats_random("loop"),
         control_description=("the same loop shown its history with the scores permuted: the same proposal "
                              "distribution without the feedback"),
         control=_beats_random("loop_shuffled"),
-        beyond=_beats_random("loop", against="loop_shuffled"),
-        arms=ClaimArms(method="loop", baselines=("random_search",), control="loop_shuffled"),
+        beyond=_beats_random("loop", against=("loop_shuffled",)),
+        arms=ClaimArms(method="loop", baselines=SEARCH_BASELINES, control="loop_shuffled"),
         effect=TOL_VALUE,
         effect_source="smallest that matters: a regret gap of 0.03, the brief's value tolerance (our choice; "
                       "the paper gives no size)",
@@ -365,7 +410,9 @@ CLAIMS = (
         metric="text-measured sender value",
         scale=SCALE,
         rule=(f"in every scenario: |value(no commitment) - no-information value| <= {TOL_VALUE} and "
-              f"value(loop) - value(no commitment) >= {MIN_DROP}"),
+              f"value(loop) - value(no commitment) >= {MIN_DROP}; without a commitment the receiver "
+              "infers the sender's policy from its record of n_record past letters (Jeffreys estimate) "
+              "and the loop optimises against that receiver"),
         decide=_ablation("no_commitment", "no_information"),
         control_description=("full disclosure with a published commitment: an honest committed sender; if "
                              "it also collapsed, the collapse would come from the receiver, not from the "
@@ -395,7 +442,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     paths.append(save_figure(fig, outdir / "values.png"))
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.5), squeeze=False)
     for ax, name in zip(axes[0], config.scenarios, strict=True):
-        for arm in ("loop", "random_search", "loop_shuffled"):
+        for arm in ("loop", *SEARCH_BASELINES, "loop_shuffled"):
             curves = np.array([o.extras[name]["best_training_score"][arm] for o in outputs])
             ax.plot(np.arange(1, curves.shape[1] + 1), curves.mean(axis=0), label=arm)
         ax.axhline(outputs[0].extras[name]["theory"]["value"], color="k", ls="--")

@@ -12,14 +12,16 @@ commitment meta-solver over the pool reduces to picking the best prompt.
 
 The offline proposer (:func:`local_proposer`) mutates the best prompts with a step that shrinks
 over iterations; a real LLM can take its place (``--llm URL``): it sees the same text.
-:func:`random_search` scores the same number of uniformly drawn prompts (the strongest
-alternative that does not learn from the history). :func:`sender_deviation_gain` and
+:func:`random_search` scores the same number of randomly drawn prompts (uniform, or with the
+loop's own starting knowledge) and :func:`grid_search` a grid on the lie rate: the strongest
+alternatives that do not learn from the history. :func:`sender_deviation_gain` and
 :func:`receiver_deviation_gain` check an equilibrium with a search the loop does not use.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,7 +30,7 @@ import numpy as np
 from icml26.core.llm import ChatModel, ScriptedChat, complete_structured, parse_json
 
 from .classic import binary_threshold_optimum
-from .verbal import CLASSES, Episodes, Scenario, SenderPrompt, exact_outcome, play
+from .verbal import CLASSES, RESOLUTION, Episodes, Scenario, SenderPrompt, exact_outcome, play
 
 PROPOSER_SYSTEM = (
     "You optimise a sender's persuasion policy. A policy has honesty_good and lie_rate (the "
@@ -136,23 +138,34 @@ def _training_episodes(sc: Scenario, n: int, rng: np.random.Generator) -> tuple[
     return good, rng.integers(0, 2**31 - 1, size=n)
 
 
+def _scorer(sc: Scenario, sender: ChatModel, receiver: ChatModel, n_episodes: int,
+            rng: np.random.Generator, n_record: int, reader) -> Callable[[SenderPrompt], float]:
+    """The training score of a prompt: its sender value on common episodes (and, without a
+    commitment, a common record seed)."""
+    good, seeds = _training_episodes(sc, n_episodes, rng)
+    record_seed = int(seeds[0]) if n_episodes else 0
+
+    def score(p: SenderPrompt) -> float:
+        return play(sc, p, sender, receiver, good, seeds, n_record=n_record, record_seed=record_seed,
+                    reader=reader).sender_value
+    return score
+
+
 def find_equilibrium(sc: Scenario, sender: ChatModel, receiver: ChatModel, proposer: ChatModel, *,
                      start: SenderPrompt, n_iters: int, n_candidates: int, n_episodes: int,
                      allow_obfuscate: bool = True, shuffle_feedback: bool = False,
-                     seed: int = 0) -> SearchResult:
+                     seed: int = 0, n_record: int = 0, reader=None) -> SearchResult:
     """The proposal loop (module docstring): ``n_iters`` rounds of ``n_candidates`` proposals.
 
     ``shuffle_feedback`` shows the proposer the history with its scores permuted (a control
     that keeps the proposal distribution and removes the feedback). The start prompt's
     ``commit`` is kept for every proposal (it is a property of the game, not a choice).
+    ``n_record`` and ``reader`` go to :func:`~.verbal.play`.
     """
     if min(n_iters, n_candidates, n_episodes) < 1:
         raise ValueError("n_iters, n_candidates and n_episodes must be >= 1")
     rng = np.random.default_rng(seed)
-    good, seeds = _training_episodes(sc, n_episodes, rng)
-
-    def score(p: SenderPrompt) -> float:
-        return play(sc, p, sender, receiver, good, seeds).sender_value
+    score = _scorer(sc, sender, receiver, n_episodes, rng, n_record, reader)
 
     history = [(start, score(start))]
     parse = _parse_proposals(n_candidates, start.commit, allow_obfuscate)
@@ -165,27 +178,57 @@ def find_equilibrium(sc: Scenario, sender: ChatModel, receiver: ChatModel, propo
         props = complete_structured(proposer, msgs, parse, seed=int(rng.integers(2**31 - 1)),
                                     temperature=1.0, max_tokens=1024).value
         history.extend((p, score(p)) for p in props)
+    return _best_of(history, len(history) - 1, n_episodes)
+
+
+def _best_of(history: list[tuple[SenderPrompt, float]], n_proposals: int, n_episodes: int) -> SearchResult:
     best = max(range(len(history)), key=lambda i: (history[i][1], -i))
-    return SearchResult(history[best][0], history[best][1], history, len(history) - 1,
+    return SearchResult(history[best][0], history[best][1], history, n_proposals,
                         len(history) * n_episodes)
 
 
 def random_search(sc: Scenario, sender: ChatModel, receiver: ChatModel, *, start: SenderPrompt,
                   n_proposals: int, n_episodes: int, allow_obfuscate: bool = True,
-                  seed: int = 0) -> SearchResult:
-    """Score ``n_proposals`` uniformly drawn prompts (and the start) on the same common episodes
-    as :func:`find_equilibrium` with the same seed; return the best."""
-    rng = np.random.default_rng(seed)
-    good, seeds = _training_episodes(sc, n_episodes, rng)
+                  seed: int = 0, prior: str = "uniform", n_record: int = 0, reader=None) -> SearchResult:
+    """Score ``n_proposals`` randomly drawn prompts (and the start) on the same common episodes
+    as :func:`find_equilibrium` with the same seed; return the best. No feedback is used.
+
+    ``prior="uniform"``: honesty, lie rate uniform, obfuscation a fair coin. ``prior="loop"``:
+    the knowledge the loop starts from (the start's honesty rate, obfuscation on when allowed,
+    the lie rate uniform), the strongest random search a sceptic would run (CLAIMS.md rule 9).
+    """
+    if prior not in ("uniform", "loop"):
+        raise ValueError(f"prior must be 'uniform' or 'loop', got {prior!r}")
+    if n_proposals < 0 or n_episodes < 1:
+        raise ValueError("n_proposals must be >= 0 and n_episodes >= 1")
+    score = _scorer(sc, sender, receiver, n_episodes, np.random.default_rng(seed), n_record, reader)
     draw = np.random.default_rng([seed, 1])
-    history = [(start, play(sc, start, sender, receiver, good, seeds).sender_value)]
+    history = [(start, score(start))]
     for _ in range(n_proposals):
-        p = SenderPrompt(float(draw.random()), float(draw.random()),
-                         obfuscate=bool(draw.random() < 0.5) and allow_obfuscate, commit=start.commit)
-        history.append((p, play(sc, p, sender, receiver, good, seeds).sender_value))
-    best = max(range(len(history)), key=lambda i: (history[i][1], -i))
-    return SearchResult(history[best][0], history[best][1], history, n_proposals,
-                        len(history) * n_episodes)
+        if prior == "uniform":
+            p = SenderPrompt(float(draw.random()), float(draw.random()),
+                             obfuscate=bool(draw.random() < 0.5) and allow_obfuscate, commit=start.commit)
+        else:
+            p = SenderPrompt(start.honesty_good, float(draw.random()), obfuscate=allow_obfuscate,
+                             commit=start.commit)
+        history.append((p, score(p)))
+    return _best_of(history, n_proposals, n_episodes)
+
+
+def grid_search(sc: Scenario, sender: ChatModel, receiver: ChatModel, *, start: SenderPrompt,
+                n_proposals: int, n_episodes: int, allow_obfuscate: bool = True, seed: int = 0,
+                n_record: int = 0, reader=None) -> SearchResult:
+    """A grid on the lie rate with no feedback at all: ``n_proposals`` evenly spaced lie rates in
+    [0, 1] at the start's honesty rate, obfuscation on when allowed, scored (with the start) on
+    the same common episodes as :func:`find_equilibrium`; return the best."""
+    if n_proposals < 2 or n_episodes < 1:
+        raise ValueError("a grid needs n_proposals >= 2 and n_episodes >= 1")
+    score = _scorer(sc, sender, receiver, n_episodes, np.random.default_rng(seed), n_record, reader)
+    history = [(start, score(start))]
+    for q in np.linspace(0.0, 1.0, n_proposals):
+        p = SenderPrompt(start.honesty_good, float(q), obfuscate=allow_obfuscate, commit=start.commit)
+        history.append((p, score(p)))
+    return _best_of(history, n_proposals, n_episodes)
 
 
 def sender_deviation_gain(sc: Scenario, found: SenderPrompt, *, leak: float, receiver: str = "bayes",
@@ -194,8 +237,14 @@ def sender_deviation_gain(sc: Scenario, found: SenderPrompt, *, leak: float, rec
     (``n_grid`` lie rates plus the closed-form optimum, honesty in {0, 0.25, .., 1}, both styles),
     against the receiver's best response. Returns (gain, best deviation)."""
     base = exact_outcome(sc, found, leak=leak, receiver=receiver)["value"]
+    key = ("sender_deviation", float(leak), receiver, bool(allow_obfuscate), found.commit, int(n_grid))
+    memo = sc.memo.get(key)  # the best deviation does not depend on `found`: computed once
+    if memo is not None:
+        return float(memo[0] - base), memo[1]
     _, q_star = binary_threshold_optimum(sc.prior_good, sc.threshold)
-    qs = sorted(set(np.linspace(0, 1, n_grid).tolist()) | {float(q_star)})
+    # the optimum's lie rate as a stated rate (the largest multiple of 1e-6 not above it)
+    q_floor = math.floor(q_star * RESOLUTION) / RESOLUTION
+    qs = sorted(set(np.linspace(0, 1, n_grid).tolist()) | {float(q_star), q_floor})
     best, arg = -np.inf, found
     for obf in ((False, True) if allow_obfuscate else (False,)):
         for h in np.linspace(0, 1, 5):
@@ -204,6 +253,7 @@ def sender_deviation_gain(sc: Scenario, found: SenderPrompt, *, leak: float, rec
                 v = exact_outcome(sc, p, leak=leak, receiver=receiver)["value"]
                 if v > best:
                     best, arg = v, p
+    sc.memo[key] = (best, arg)
     return float(best - base), arg
 
 
@@ -225,3 +275,25 @@ def receiver_deviation_gain(sc: Scenario, prompt: SenderPrompt, episodes: Episod
         a = 0 if np.mean(seen) >= 0.5 else 1
         gain += max(float(joint @ u[:, 0]), float(joint @ u[:, 1])) - float(joint @ u[:, a])
     return float(gain)
+
+
+def played_deviation_gain(sc: Scenario, found: SenderPrompt, sender: ChatModel, receiver: ChatModel,
+                          good: np.ndarray, seeds: Sequence[int], *, allow_obfuscate: bool = True,
+                          n_grid: int = 11, reader=None, n_record: int = 0,
+                          record_seed: int = 0) -> tuple[float, SenderPrompt]:
+    """The sender's best gain from deviating, *played* against ``receiver`` (e.g. an LLM) on the
+    episodes ``good``/``seeds``: ``n_grid`` lie rates plus the closed-form optimum at honesty 1,
+    both styles, each scored through the text channel against the found prompt on the same
+    episodes. The deviation check of a game whose receiver is not the exact-Bayes reader."""
+    kw = {"n_record": n_record, "record_seed": record_seed, "reader": reader}
+    base = play(sc, found, sender, receiver, good, seeds, **kw).sender_value
+    _, q_star = binary_threshold_optimum(sc.prior_good, sc.threshold)
+    qs = sorted(set(np.linspace(0, 1, n_grid).tolist()) | {math.floor(q_star * RESOLUTION) / RESOLUTION})
+    best, arg = -np.inf, found
+    for obf in ((False, True) if allow_obfuscate else (False,)):
+        for q in qs:
+            p = SenderPrompt(1.0, float(q), obfuscate=obf, commit=found.commit)
+            v = play(sc, p, sender, receiver, good, seeds, **kw).sender_value
+            if v > best:
+                best, arg = v, p
+    return float(max(best - base, 0.0)), arg
