@@ -148,3 +148,35 @@ def test_experiment_uses_the_llm_only_when_a_server_is_named(monkeypatch):
     monkeypatch.setenv(ENV_BASE_URL, "http://127.0.0.1:9/v1")
     gen = _llm_generator(cur, 0)
     assert isinstance(gen, LLMGenerator) and isinstance(gen.chat, OpenAICompatible)
+
+
+@pytest.mark.parametrize("make", [lambda: ProgrammaticDreamer(3), lambda: RandomCodeMutator(3)])
+def test_a_replicated_parent_gets_distinct_children(make):
+    """Issue 44: four copies of one parent gave `collect_drink x2, eat_cow x2`. With the keys of
+    the levels that exist as `avoid`, every child is new and distinct from its siblings."""
+    from icml26.papers.dicode.generators import spec_key
+
+    gen = make()
+    parent = seed_levels()[2]  # drink water and eat a cow
+    seen = {spec_key(c) for c in seed_levels()}
+    keys = []
+    for _ in range(4):
+        code, _ = gen.propose(parent, Feedback(sr=0.9), avoid=seen)
+        assert code is not None
+        keys.append(spec_key(code))
+        seen.add(keys[-1])
+    assert len(set(keys)) == 4
+    assert not set(keys) & {spec_key(c) for c in seed_levels()}
+
+
+def test_no_distinct_child_is_reported_not_duplicated():
+    gen = ProgrammaticDreamer(0, tries=1)
+    parent = seed_levels()[0]
+    everything = _Everything()
+    code, op = gen.propose(parent, Feedback(sr=0.9), avoid=everything)
+    assert code is None and op == "expand"
+
+
+class _Everything(set):
+    def __contains__(self, key):  # every spec already exists
+        return True

@@ -70,7 +70,8 @@ class Config(ExperimentConfig):
     original share 0.2, E = 2, K = 4 parents, staleness 0.3, bonus k = 2 with floor 5,
     strict parents); PPO: gamma 0.99, lambda 0.8, clip 0.2 (paper/brief)."""
 
-    arms: tuple[str, ...] = ("dicode", "random_mutation", "dr", "plr", "accel", "ppo")
+    arms: tuple[str, ...] = ("dicode", "random_mutation", "dr", "plr", "accel", "ppo",
+                             "oracle_curriculum")
     size: int = 12
     num_envs: int = 128
     sessions: int = 6
@@ -101,18 +102,22 @@ class Config(ExperimentConfig):
     @classmethod
     def smoke(cls) -> Config:
         return cls(seeds=(0,), num_envs=32, sessions=3, updates_per_session=2, levels_per_session=3,
-                   parents_per_evolution=2, n_worlds=4, eval_envs=16, hidden=32)
+                   parents_per_evolution=2, n_worlds=4, eval_envs=16, hidden=32,
+                   arms=("dicode", "random_mutation", "dr", "plr", "ppo", "oracle_curriculum"))
 
     @classmethod
     def quick(cls) -> Config:
-        # accel and plr_robust run in full only (quick's runtime; full is the headline)
-        return cls(seeds=(0, 1, 2), arms=("dicode", "random_mutation", "dr", "plr", "ppo"))
+        # accel and plr_robust run in full only (quick's runtime; full is the headline). The
+        # active set holds 8 of the 16 levels (4 seeds + 12 children) so that the learnability
+        # gate selects (issue 44: at capacity 16 every level entered).
+        return cls(seeds=(0, 1, 2), active_capacity=8,
+                   arms=("dicode", "random_mutation", "dr", "plr", "ppo", "oracle_curriculum"))
 
     @classmethod
     def full(cls) -> Config:
         return cls(seeds=(0, 1, 2), sessions=40, eval_envs=256, tune_sessions=8,
                    arms=("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel",
-                         "ppo"),
+                         "ppo", "oracle_curriculum"),
                    active_capacity=32, hidden=128)
 
     def curriculum(self) -> CurriculumConfig:
@@ -131,14 +136,29 @@ class Config(ExperimentConfig):
                          gamma=0.99, gae_lambda=0.8, clip=0.2)
 
 
-# One knob per arm, two settings each (equal grid size and budget; the default first).
-KNOBS = {"dicode": ("original_share", (0.2, 0.5)),
-         "random_mutation": ("original_share", (0.2, 0.5)),
-         "dr": ("original_share", (0.2, 0.5)),
-         "plr": ("plr_replay_prob", (0.5, 0.9)),
-         "plr_robust": ("plr_replay_prob", (0.5, 0.9)),
-         "accel": ("plr_replay_prob", (0.5, 0.9)),
-         "ppo": ("ent_coef", (0.01, 0.003))}
+# Two knobs per arm, two settings each (a 2 x 2 grid: equal grid size and budget; the defaults
+# first). The curriculum knobs of issue 44 -- original-game share and active-set capacity -- are
+# in the grids of every arm that has them; parent selection is the mechanism (strict vs uniform),
+# not a knob. Capacities are relative to the profile's own (x1, x2).
+KNOBS = {"dicode": {"original_share": (0.2, 0.5), "active_capacity": (1, 2)},
+         "random_mutation": {"original_share": (0.2, 0.5), "active_capacity": (1, 2)},
+         "dr": {"original_share": (0.2, 0.5), "ent_coef": (0.01, 0.003)},
+         "oracle_curriculum": {"original_share": (0.2, 0.5), "ent_coef": (0.01, 0.003)},
+         "plr": {"plr_replay_prob": (0.5, 0.9), "ent_coef": (0.01, 0.003)},
+         "plr_robust": {"plr_replay_prob": (0.5, 0.9), "ent_coef": (0.01, 0.003)},
+         "accel": {"plr_replay_prob": (0.5, 0.9), "ent_coef": (0.01, 0.003)},
+         "ppo": {"ent_coef": (0.01, 0.003), "lr": (1e-3, 3e-4)}}
+
+
+def knob_grid(arm: str, config: Config) -> list[dict]:
+    """The arm's 2 x 2 tuning grid (active capacity scaled by the profile's own capacity)."""
+    names = list(KNOBS[arm])
+    scale = {"active_capacity": config.active_capacity}
+    grid = []
+    for a in KNOBS[arm][names[0]]:
+        for b in KNOBS[arm][names[1]]:
+            grid.append({names[0]: a * scale.get(names[0], 1), names[1]: b * scale.get(names[1], 1)})
+    return grid
 
 
 def _with_knob(cur: CurriculumConfig, ppo: PPOConfig, params) -> tuple[CurriculumConfig, PPOConfig]:
@@ -155,7 +175,7 @@ def tune_all(config: Config, seed: int) -> dict:
     cur, ppo = config.curriculum(), config.ppo()
     val_cur = replace(cur, sessions=config.tune_sessions)
     budget = {"env_steps": float(config.tune_sessions * cur.updates_per_session * ppo.num_steps
-                                 * cur.num_envs), "runs": 2.0}
+                                 * cur.num_envs), "runs": 4.0}
 
     def validator(arm):
         def score(params):
@@ -163,7 +183,7 @@ def tune_all(config: Config, seed: int) -> dict:
             return run_arm(arm, c, p, 10_000 + seed)["metrics"]["return"]
         return score
 
-    return tune_arms({arm: TuningSpec(grid=[{KNOBS[arm][0]: v} for v in KNOBS[arm][1]],
+    return tune_arms({arm: TuningSpec(grid=knob_grid(arm, config),
                                       validate=validator(arm), budget=budget)
                       for arm in config.arms})
 
@@ -263,6 +283,12 @@ def _learn_ratio(arm: str):
 
 
 SUBSTRATE = (
+    # the curriculum is active: the active set filled up and the learnability gate's
+    # compare-and-swap refused or evicted at least one level (seed mean), so DiCode's selection
+    # acted in the run (issue 44: at capacity >= every level, it never did)
+    SubstrateCheck("gate_selects", "dicode's learnability gate refused or evicted >= 1 level "
+                   "(seed mean of diag_gate_acted)", arm="dicode", metric="diag_gate_acted",
+                   low=1.0),
     SubstrateCheck("ppo_learns", "ppo's held-out return over the untrained policy's (seed means)",
                    value=_learn_ratio("ppo"), low=LEARN_FACTOR),
     SubstrateCheck("plr_learns", "plr's held-out return over the untrained policy's (seed means)",
@@ -291,7 +317,11 @@ CLAIMS = (
         arms=ClaimArms(method="dicode", baselines=BASELINES, control="random_mutation"),
         effect=1.0,
         effect_source=EFFECT_RETURN_SOURCE,
-        gates=("ppo_learns", "plr_learns"),
+        gates=("ppo_learns", "plr_learns", "gate_selects"),
+        # positive control: a curriculum written with the tech tree in hand, through the same
+        # rule; if it cannot beat the strongest baseline, this budget cannot show a curriculum win
+        positive_arm="oracle_curriculum",
+        positive=_return_rule("oracle_curriculum"),
         beyond=lambda m, c: paired_improvement(m["dicode"]["return"], m["random_mutation"]["return"],
                                                label="dicode vs random_mutation: "),
     ),
@@ -313,7 +343,7 @@ CLAIMS = (
         effect=0.01,
         effect_source="smallest that matters: a deepest-tier success rate of 1% of episodes (our "
                       "choice; the paper: non-zero vs 0% for every baseline)",
-        gates=("ppo_learns", "plr_learns"),
+        gates=("ppo_learns", "plr_learns", "gate_selects"),
         beyond=_deepest_rule("dicode", against=("random_mutation",)),
     ),
     paired_claim(
@@ -332,7 +362,7 @@ CLAIMS = (
                              "random_mutation"),
         effect=1.0,
         effect_source=EFFECT_RETURN_SOURCE,
-        gates=("ppo_learns",),
+        gates=("ppo_learns", "gate_selects"),
     ),
 )
 

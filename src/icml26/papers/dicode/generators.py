@@ -268,33 +268,74 @@ def choose_operator(spec: Mapping, fb: Feedback) -> str:
     return "simplify"
 
 
+def spec_key(spec_or_code: Mapping | str) -> str:
+    """A canonical string of a level's spec (the literal attributes): two programs with the same
+    key build the same distribution of worlds with the same goal."""
+    spec = read_spec(spec_or_code) if isinstance(spec_or_code, str) else spec_or_code
+    return repr(tuple((k, _freeze(spec.get(k, ()))) for k in SPEC_FIELDS))
+
+
+# When the chosen operator only reproduces a level that exists, the next ones to try (the
+# decision table's neighbours first): a replicated parent yields distinct children, as a
+# foundation model sampling several children of one parent does.
+FALLBACK = {"expand": ("vary", "persist", "simplify"), "vary": ("expand", "persist", "simplify"),
+            "persist": ("vary", "simplify", "expand"), "simplify": ("persist", "vary", "expand")}
+
+
+def _distinct_child(spec: Mapping, ops: Sequence[str], rng: np.random.Generator,
+                    avoid: frozenset[str] | set[str], tries: int) -> tuple[dict, str, str] | None:
+    for op in ops:
+        for _ in range(tries):
+            child, desc = apply_operator(op, spec, rng)
+            if spec_key(child) not in avoid:
+                return child, desc, op
+    return None
+
+
 class ProgrammaticDreamer:
-    """The closed-loop offline designer: feedback -> operator -> AST edit of the parent."""
+    """The closed-loop offline designer: feedback -> operator -> AST edit of the parent.
+
+    ``avoid`` (spec keys of levels that exist, :func:`spec_key`) makes the child distinct: the
+    chosen operator is redrawn up to ``tries`` times (EXPAND picks another frontier goal, VARY
+    another layout), then its neighbours in the decision table are tried; ``(None, op)`` when
+    no distinct child exists."""
 
     name = "programmatic"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, tries: int = 4) -> None:
         self.rng = np.random.default_rng(seed)
+        self.tries = int(tries)
 
-    def propose(self, parent_code: str, fb: Feedback) -> tuple[str, str]:
+    def propose(self, parent_code: str, fb: Feedback,
+                avoid: frozenset[str] | set[str] = frozenset()) -> tuple[str | None, str]:
         spec = read_spec(parent_code)
         op = choose_operator(spec, fb)
-        child, desc = apply_operator(op, spec, self.rng)
+        found = _distinct_child(spec, (op, *FALLBACK[op]), self.rng, avoid, self.tries)
+        if found is None:
+            return None, op
+        child, desc, op = found
         return edit_program(parent_code, child, doc=desc), op
 
 
 class RandomCodeMutator:
-    """The open-loop ablation: the same operators and AST edits, chosen uniformly, no feedback."""
+    """The open-loop ablation: the same operators and AST edits, chosen uniformly, no feedback
+    (``avoid`` as for :class:`ProgrammaticDreamer`; the fallbacks are the other operators in a
+    random order)."""
 
     name = "random"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, tries: int = 4) -> None:
         self.rng = np.random.default_rng(seed)
+        self.tries = int(tries)
 
-    def propose(self, parent_code: str, fb: Feedback | None = None) -> tuple[str, str]:
+    def propose(self, parent_code: str, fb: Feedback | None = None,
+                avoid: frozenset[str] | set[str] = frozenset()) -> tuple[str | None, str]:
         spec = read_spec(parent_code)
-        op = OPERATORS[int(self.rng.integers(len(OPERATORS)))]
-        child, desc = apply_operator(op, spec, self.rng)
+        order = [OPERATORS[i] for i in self.rng.permutation(len(OPERATORS))]
+        found = _distinct_child(spec, order, self.rng, avoid, self.tries)
+        if found is None:
+            return None, order[0]
+        child, desc, op = found
         return edit_program(parent_code, child, doc=desc), op
 
 
@@ -373,8 +414,11 @@ class LLMGenerator:
         return self.chat.complete(messages, max_tokens=self.max_tokens,
                                   temperature=self.temperature, seed=self.seed).text
 
-    def propose(self, parent_code: str, fb: Feedback) -> tuple[str | None, str]:
-        """Designer -> coder -> sandbox (-> reflection ...). Returns ``(code or None, description)``."""
+    def propose(self, parent_code: str, fb: Feedback,
+                avoid: frozenset[str] | set[str] = frozenset()) -> tuple[str | None, str]:
+        """Designer -> coder -> sandbox (-> reflection ...). Returns ``(code or None, description)``.
+        ``avoid`` is accepted for the generator protocol; the model is not told about it (a
+        duplicate is dropped by the caller)."""
         profile = ", ".join(f"{k}={v:.2f}" for k, v in sorted(fb.global_profile.items()))
         local = ", ".join(f"{k}={v:.2f}" for k, v in sorted(fb.per_achievement.items()))
         design = self._ask([

@@ -21,6 +21,10 @@ Arms (:func:`run_arm`):
 - ``accel``: robust PLR whose buffer also grows by small random tile edits of the top replayed
   worlds (ACCEL, :func:`run_accel_arm`); children are scored on play without gradient.
 - ``ppo``: the original game only.
+- ``oracle_curriculum`` (the positive control of the curriculum claims): the tech tree walked in
+  tier order, session by session, each goal scaffolded from scratch with its resources placed near
+  the player (:func:`oracle_levels`) -- a curriculum written by someone who knows the game. If it
+  cannot beat the strongest baseline at a budget, no curriculum can show its benefit there.
 
 The completion bonus on success is DiCode's dynamic bonus ``max(k R_orig, b_min)`` with ``R_orig``
 the running mean return on the original game.
@@ -42,12 +46,22 @@ from .archive import (
     select_parents,
     try_activate,
 )
-from .generators import Feedback, ProgrammaticDreamer, RandomCodeMutator, random_level, seed_levels
+from .generators import (
+    Feedback,
+    ProgrammaticDreamer,
+    RandomCodeMutator,
+    random_level,
+    render_level,
+    scaffold,
+    seed_levels,
+    spec_key,
+)
 from .mutators import append_worlds, bank_world, mutate_world
 from .sandbox import compile_levels
 from .world import ACHIEVEMENTS, TIER, Bank, MicroCraftEnv, OriginalLevel, make_bank, obs_dim
 
-ARMS = ("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel", "ppo")
+ARMS = ("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel", "ppo",
+        "oracle_curriculum")
 TIERS = tuple(sorted(set(TIER.values())))
 
 
@@ -236,7 +250,7 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
         rec = archive.add(code, description="seed", operator="seed")
         banks[rec.id] = res.bank
         rec.active = True
-    generated = compiled = activated = 0
+    generated = compiled = activated = rejected = evicted = duplicates = 0
     profile: dict[str, float] = {}
     pending: list[int] = []
     order: list[int] = list(archive.active)  # activation order (FIFO eviction of the ablation)
@@ -259,13 +273,19 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
                 else:
                     parents = select_parents(archive, cfg.parents_per_evolution, "unrestricted", rng)
                 children = []
+                # every child differs from every level that exists and from its siblings (a
+                # replicated parent must not give duplicate children)
+                seen = {spec_key(r.code) for r in archive.records.values()}
                 for p in parents:
                     rec = archive.records[p]
                     fb = Feedback(rec.sr, rec.per_achievement, profile)
-                    code, op = gen.propose(rec.code, fb)
+                    code, op = gen.propose(rec.code, fb, avoid=seen)
                     generated += 1
-                    if code is not None:
+                    if code is not None and spec_key(code) not in seen:
+                        seen.add(spec_key(code))
                         children.append((p, code, op))
+                    else:
+                        duplicates += 1
                 results = compile_fn([c for _, c, _ in children], seed=runner.seed * 1000 + s, **kw)
                 for (p, code, op), res in zip(children, results, strict=True):
                     if res.ok:
@@ -286,7 +306,8 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
             archive.update_score(rid, sr, s, per)
             if was_new and s > 0:
                 if closed_loop:
-                    try_activate(archive, rid)
+                    evicted += try_activate(archive, rid) is not None
+                    rejected += not archive.records[rid].active
                 else:  # no learnability selection: always enter, evict the oldest
                     act = [i for i in order if archive.records[i].active]
                     if len(act) >= archive.capacity:
@@ -302,7 +323,15 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
     return {"levels_generated": float(generated), "compile_rate": compiled / max(generated, 1),
             "activated_fraction": activated / max(compiled, 1), "archive_depth": float(depth),
             "active_mean_learnability": float(np.mean(scores)) if scores else 0.0,
-            "max_generated_tier": float(max(relevant_tiers))}
+            "max_generated_tier": float(max(relevant_tiers)),
+            # the learnability gate at work on a full active set: new levels it refused, and
+            # active levels it evicted for a more learnable newcomer
+            "gate_rejected": float(rejected),
+            "gate_evicted": float(evicted),
+            "gate_acted": float(rejected + evicted),
+            "duplicate_levels": float(len(archive.records)
+                                      - len({spec_key(r.code) for r in archive.records.values()})),
+            "no_distinct_child": float(duplicates)}
 
 
 def _relevant(code: str) -> tuple:
@@ -411,6 +440,39 @@ def _plr_loop(runner: Runner, robust: bool, accel: bool) -> dict:
     return out
 
 
+def oracle_levels(sessions: int, per_session: int) -> list[list[str]]:
+    """The oracle curriculum's level programs, per session: the achievements sorted by tier
+    (ties in the game's order), a window of ``per_session`` consecutive goals that slides from
+    the first tier (session 0) to the last (the final session), each goal scaffolded from
+    scratch (nothing compressed into the start state, resources within 3 steps)."""
+    order = sorted(ACHIEVEMENTS, key=lambda a: (TIER[a], ACHIEVEMENTS.index(a)))
+    k = min(per_session, len(order))
+    last = len(order) - k
+    out = []
+    for s in range(sessions):
+        start = round(s * last / max(sessions - 1, 1))
+        goals = order[start:start + k]
+        out.append([render_level(scaffold([g], (), np.random.default_rng(0)), doc=f"oracle: {g}")
+                    for g in goals])
+    return out
+
+
+def run_oracle_arm(runner: Runner, compile_fn: Callable = compile_levels) -> dict:
+    cfg = runner.cfg
+    plan = oracle_levels(cfg.sessions, cfg.levels_per_session)
+    codes = [c for session in plan for c in session]
+    res = compile_fn(codes, seed=runner.seed, n_worlds=cfg.n_worlds, size=cfg.size)
+    bad = [r.reason for r in res if not r.ok]
+    if bad:
+        raise RuntimeError(f"an oracle level failed to compile: {bad[0]}")
+    banks = [r.bank for r in res]
+    k = 0
+    for session in plan:
+        runner.session(banks[k:k + len(session)])
+        k += len(session)
+    return {"levels_generated": float(len(codes)), "compile_rate": 1.0}
+
+
 def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generator=None) -> dict:
     """Train one arm from scratch; returns eval metrics, the learning curve and diagnostics."""
     if arm not in ARMS:
@@ -426,6 +488,8 @@ def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generato
         diag = run_plr_arm(runner, robust=arm == "plr_robust")
     elif arm == "accel":
         diag = run_accel_arm(runner)
+    elif arm == "oracle_curriculum":
+        diag = run_oracle_arm(runner)
     else:
         for _ in range(cfg.sessions):
             runner.session([])
