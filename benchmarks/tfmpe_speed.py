@@ -6,8 +6,9 @@ as parameter counts). Training: seconds per epoch of ``n_sims`` simulations at b
 ``FMPE.train``, whose epoch also scores a validation split). Sampling: posterior draws per second
 for one observation (TFMPE: midpoint with ``steps`` steps, and also half as many; sbi: its
 default ODE sampler). Rates are given per wall second and per CPU second of this process (the
-second is the one-core figure on a shared machine). Targets from the issue: TFMPE epoch time
-<= 1.5x sbi's, >= 10k draws/s.
+second is the one-core figure on a shared machine). Targets from the issues: TFMPE epoch time
+<= 1.5x sbi's; sampling within 1.5x of sbi's draws per CPU second (issue 48), i.e.
+``sbi_draws_per_cpu_s / tfmpe_draws_per_cpu_s <= 1.5`` at the midpoint x ``steps`` sampler.
 
 Prints JSON; ``--out FILE`` also writes it. Run: python benchmarks/tfmpe_speed.py
 """
@@ -73,8 +74,10 @@ def main(n_sims: int = 2000, epochs: int = 3, draws: int = 10_000, steps: int = 
                         "draws_per_s": sbi_rate, "draws_per_cpu_s": sbi_rate_cpu},
            "epoch_time_ratio": tf_epoch / sbi_epoch,
            "epoch_cpu_time_ratio": tf_epoch_cpu / sbi_epoch_cpu,
+           "sampling_cpu_rate_ratio_sbi_over_tfmpe": sbi_rate_cpu / main_rate_cpu,
            "targets": {"epoch_cpu_time_ratio<=1.5": tf_epoch_cpu / sbi_epoch_cpu <= 1.5,
-                       f"draws_per_cpu_s>=10k (midpoint x {steps})": main_rate_cpu >= 10_000}}
+                       f"sbi/tfmpe draws per cpu-s <= 1.5 (midpoint x {steps})":
+                           sbi_rate_cpu / main_rate_cpu <= 1.5}}
     return out
 
 

@@ -353,3 +353,73 @@ def test_sir_grid_posterior_matches_importance_sampling():
         sd_is = np.sqrt((w * (vals - mean_is) ** 2).sum())
         assert abs(draws.mean() - mean_is) < 0.15 * sd_is + 0.01
         assert abs(draws.std() / sd_is - 1) < 0.15
+
+
+# ---------------------------------------------------------------- issue 48: range, inputs, sbi
+def test_training_range_is_recorded_and_extrapolation_warns(trained):
+    from icml26.papers.tfmpe import ExtrapolationWarning
+
+    sim, est = trained
+    assert est.max_sites == 2
+    import warnings as _w
+
+    with _w.catch_warnings():
+        _w.simplefilter("error", ExtrapolationWarning)
+        est.sample(4, {"y": torch.zeros(2, 1)}, steps=2)  # inside the range: silent
+    with pytest.warns(ExtrapolationWarning, match="max_sites=2"):
+        est.sample(4, {"y": torch.zeros(5, 1)}, steps=2)
+
+
+def test_bad_inputs_give_clear_errors(trained):
+    sim, est = trained
+    with pytest.raises(ValueError, match="NaN"):
+        est.sample(4, {"y": torch.tensor([[0.1], [float("nan")]])}, steps=2)
+    with pytest.raises(ValueError, match="zero sites"):
+        est.sample(4, {"y": torch.zeros(0, 1)}, steps=2)
+    rng = np.random.default_rng(0)
+    s, t = rng.normal(size=(20, 5, 1)), rng.normal(size=(5, 1))
+    bad = s.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        expected_coverage_error(bad, t)
+    with pytest.raises(ValueError, match="NaN"):
+        expected_coverage_error(s, np.full((5, 1), np.nan))
+    for lv in ([1.5], [0.0], [0.5, 1.0], []):
+        with pytest.raises(ValueError, match=r"\(0, 1\)"):
+            expected_coverage_error(s, t, levels=lv)
+
+
+def test_sbi_diagnostics_run_on_the_adapter(trained):
+    pytest.importorskip("sbi")
+    import warnings as _w
+
+    from sbi.diagnostics import run_sbc
+    from sbi.diagnostics.sbc import check_uniformity_frequentist
+
+    from icml26.papers.tfmpe import SBIPosterior
+
+    sim, est = trained
+    post = SBIPosterior(est, n_sites=2, steps=4, log_prob_steps=6)
+    gen = torch.Generator().manual_seed(3)
+    th = sim.prior(12, 2, gen)
+    x = sim.simulate(th, gen)
+    thetas = torch.cat([th["g"], th["l"].reshape(12, -1)], 1)
+    xs = x["y"].reshape(12, -1)
+    # the adapter's draws are the estimator's, flattened as [g, l_1, l_2]
+    torch.manual_seed(0)
+    a = post.sample_batched((7,), xs[:3])
+    torch.manual_seed(0)
+    b = est.sample_batched(7, {"y": x["y"][:3]}, steps=4)
+    assert a.shape == (7, 3, 3)
+    assert torch.allclose(a, torch.cat([b["g"], b["l"].reshape(7, 3, -1)], -1))
+    assert post.sample((5,), x=xs[0]).shape == (5, 3)
+    assert post.log_prob(thetas[:4], xs[0]).shape == (4,)
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        ranks, dap = run_sbc(thetas, xs, post, num_posterior_samples=20, show_progress_bar=False)
+        ks = check_uniformity_frequentist(ranks, num_posterior_samples=20)  # check_sbc's KS leg
+    assert ranks.shape == (12, 3) and dap.shape == (12, 3)
+    assert float(ranks.min()) >= 0 and float(ranks.max()) <= 20
+    assert ks.shape == (3,) and bool(((ks >= 0) & (ks <= 1)).all())
+    with pytest.raises(ValueError, match="shape"):
+        post.sample_batched((2,), torch.zeros(3, 5))

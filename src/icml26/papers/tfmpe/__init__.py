@@ -18,7 +18,7 @@ torch.Size([5, 3, 2])
 
 from .baselines import FlatSBI, flatten
 from .diagnostics import c2st_accuracy, coverage_curve, expected_coverage_error, rank_fractions
-from .estimator import TFMPE
+from .estimator import TFMPE, ExtrapolationWarning
 from .hierarchical import (
     CallCounter,
     HierarchicalGaussianLinear,
@@ -28,6 +28,7 @@ from .hierarchical import (
     simulate_multisite,
 )
 from .model import GaussianFourier, Prepared, TokenTransformerVelocity
+from .sbi_adapter import SBIPosterior
 from .sir import HierarchicalSIR, sir_infected
 from .tokens import Decoder, Labeller, Tokens, pad_sites, site_attention_mask, tokenize
 
@@ -38,7 +39,7 @@ PAPER = {
 }
 
 __all__ = [
-    "PAPER", "CallCounter", "Decoder", "FlatSBI", "GaussianFourier", "HierarchicalGaussianLinear",
+    "PAPER", "CallCounter", "Decoder", "ExtrapolationWarning", "SBIPosterior", "FlatSBI", "GaussianFourier", "HierarchicalGaussianLinear",
     "HierarchicalSIR", "HierarchicalSimulator", "LFResult", "Labeller", "Prepared", "TFMPE", "TokenTransformerVelocity",
     "Tokens", "c2st_accuracy", "coverage_curve", "expected_coverage_error", "flatten", "lf_train",
     "pad_sites", "rank_fractions", "simulate_multisite", "sir_infected", "site_attention_mask",

@@ -38,11 +38,20 @@ def rank_fractions(samples, truth) -> np.ndarray:
     t = np.asarray(truth, dtype=float)
     if s.ndim != 3 or t.shape != s.shape[1:]:
         raise ValueError(f"samples must be (n, K, J) and truth (K, J), got {s.shape}, {t.shape}")
+    if s.shape[0] < 1 or s.shape[1] < 1:
+        raise ValueError(f"need at least one draw and one data set, got samples {s.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError(f"samples contain {int((~np.isfinite(s)).sum())} NaN/inf values")
+    if not np.isfinite(t).all():
+        raise ValueError("truth contains NaN/inf values")
     return (s < t[None]).mean(0)
 
 
 def coverage_curve(samples, truth, levels=LEVELS) -> np.ndarray:
     """Empirical coverage of central credible intervals at each level (pooled over coordinates)."""
+    lv = np.asarray(levels, dtype=float).reshape(-1)
+    if lv.size == 0 or not np.all((lv > 0) & (lv < 1)):
+        raise ValueError(f"credible levels must lie in (0, 1), got {lv.tolist()}")
     u = rank_fractions(samples, truth).reshape(-1)
     return np.array([(np.abs(u - 0.5) <= a / 2 + 1e-12).mean() for a in levels])
 

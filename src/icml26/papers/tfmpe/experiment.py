@@ -24,12 +24,14 @@ observations (exact reference posterior), with the same budget (simulator calls,
 the chosen rate is then used at every budget. The test observations are scored afterwards.
 
 Detectability and gates (CLAIMS.md rule 8; issues 40, 48). The C2ST claims' effect is the smallest
-gap that matters (``C2ST_EFFECT``). The calibration rule's ECE leg is a threshold on a noisy
-statistic: a *perfect* posterior at 60 sets x 50 draws has an ECE above 0.05 about 10 % of the time
-per seed, so its mde is the 95 % quantile of the seed-mean ECE of a perfectly calibrated posterior
-at the run's sizes (:func:`ece_noise_floor`), and the exact posterior is its positive control. The
-trained posteriors are gated on C2ST <= ``C2ST_TRAINED`` (the brief's T1 target) at the largest
-budget.
+gap that matters (``C2ST_EFFECT``). The calibration rule (inside the training range) reads the
+coverage error of g (primary) and of the locals and a two-sided width check (posterior sd / exact
+sd in [0.8, 1.25]); its mde is the 95 % quantile of a perfect posterior's seed-mean coverage error
+at the run's sizes (:func:`ece_noise_floor`: 100 sets x 50 draws keep it below 0.05), the exact
+posterior is its positive control. The extrapolation claim applies the width check at M up to 6x
+the training range. LF gets the same number of network updates as every other arm (surrogate +
+posterior). The trained posteriors are gated on C2ST <= ``C2ST_TRAINED`` (the brief's T1 target)
+at the largest budget.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ from icml26.harness import (
     SeedOutput,
     SubstrateCheck,
     all_of,
-    exact,
     paired_improvement,
     per_regime,
     threshold_rule,
@@ -61,7 +62,7 @@ from icml26.harness.tuning import TuningSpec, tune_arms
 
 from .baselines import FlatSBI, flatten
 from .diagnostics import LEVELS, c2st_accuracy, coverage_curve, expected_coverage_error
-from .estimator import TFMPE
+from .estimator import TFMPE, ExtrapolationWarning
 from .hierarchical import HierarchicalGaussianLinear, lf_train, simulate_multisite
 from .sir import HierarchicalSIR
 
@@ -73,6 +74,11 @@ ECE_MAX = 0.05
 C2ST_EFFECT = 0.05
 """The smallest C2ST gap that matters (our choice: half of the brief's 0.5-0.6 band of a good
 posterior; the paper's l-C2ST tables use another scale)."""
+SD_LOW, SD_HIGH = 0.8, 1.25
+"""Two-sided width check (issue 48): posterior sd / exact posterior sd within [0.8, 1.25] (a
+posterior 25 % too wide or 20 % too narrow is not calibrated, whatever its coverage error)."""
+WIDTH_EFFECT = 0.2
+"""The width deviation that matters: 20 % of the exact sd (the band's lower edge)."""
 C2ST_TRAINED = 0.6
 """Substrate gate: a trained posterior has C2ST <= 0.6 against the reference (brief: T1 target)."""
 
@@ -86,7 +92,7 @@ class Config(ExperimentConfig):
     sigma: float = 0.5
     max_sites: int = 5  # training range of M for TFMPE arms: U{1..max_sites}
     test_sites: int = 5  # M of the test observations (inside the range)
-    extrap_sites: int = 8  # M beyond the training range (calibration claim)
+    extrap_sites: tuple[int, ...] = (8, 15, 30)  # M beyond the training range (up to 6x)
     budgets: tuple[int, ...] = (150, 600)  # single-site simulator calls per arm
     syn_factor: int = 4  # synthetic sets = syn_factor * B (brief guesses 10)
     latent_dim: int = 32
@@ -102,8 +108,10 @@ class Config(ExperimentConfig):
     n_val: int = 2
     n_test: int = 4
     n_post: int = 300  # posterior draws per test observation (and reference draws)
-    n_sbc: int = 60
-    sbc_post: int = 50
+    n_sbc: int = 100  # calibration sets at M = test_sites (a perfect posterior fails the rule
+    sbc_post: int = 50  # <= 5 % of the time at 3 seeds: ece_noise_floor, test_claims)
+    n_extrap: int = 20  # data sets per extrapolation M (width check: sd ratio, not ECE)
+    extrap_post: int = 25
     include_npe: bool = False
     # hierarchical SIR with irregular observation times (function-valued observations)
     sir_budget: int = 300  # single-site simulator calls per SIR arm (sets of sir_sites sites)
@@ -114,20 +122,21 @@ class Config(ExperimentConfig):
     sir_sbi: bool = False  # also run sbi's FMPE on flattened (values, times) (reported only)
 
     BOUNDS = {"dim": (1, 8), "tau": (1e-3, None), "sigma": (1e-3, None), "max_sites": (1, 50),
-              "test_sites": (1, 50), "extrap_sites": (1, 100), "budgets": (20, None),
+              "test_sites": (1, 50), "extrap_sites": (1, 300), "budgets": (20, None),
               "syn_factor": (1, 100), "latent_dim": (4, 512), "n_layers": (1, 8),
               "n_heads": (1, 16), "train_steps": (1, None), "batch_size": (2, None),
               "tfmpe_lr_grid": (1e-6, 1.0), "sbi_lr_grid": (1e-6, 1.0), "sbi_hidden": (4, None),
               "sbi_layers": (1, 10), "sample_steps": (1, 1000), "n_val": (1, None),
               "n_test": (1, None), "n_post": (20, None), "n_sbc": (10, None),
-              "sbc_post": (10, None), "sir_budget": (10, None), "sir_sites": (1, 20),
+              "sbc_post": (10, None), "n_extrap": (2, None), "extrap_post": (4, None),
+              "sir_budget": (10, None), "sir_sites": (1, 20),
               "sir_n_obs": (1, 50), "sir_noise": (1e-3, None), "sir_train_steps": (1, None)}
 
     def extra_checks(self) -> None:
         if self.test_sites > self.max_sites:
             self.out_of_range("test_sites", f"<= max_sites={self.max_sites}")
-        if self.extrap_sites <= self.max_sites:
-            self.out_of_range("extrap_sites", f"> max_sites={self.max_sites}")
+        if not self.extrap_sites or min(self.extrap_sites) <= self.max_sites:
+            self.out_of_range("extrap_sites", f"non-empty, each > max_sites={self.max_sites}")
         if len(self.tfmpe_lr_grid) != len(self.sbi_lr_grid):
             self.out_of_range("sbi_lr_grid", "as many points as tfmpe_lr_grid (equal effort)")
         if any(b < self.test_sites * 10 for b in self.budgets):
@@ -140,7 +149,8 @@ class Config(ExperimentConfig):
         return cls(seeds=(0,), budgets=(60,), syn_factor=2, latent_dim=16, train_steps=10,
                    batch_size=32, tfmpe_lr_grid=(1e-3,), sbi_lr_grid=(5e-4,), sbi_hidden=16,
                    sbi_layers=2, sample_steps=2, n_val=1, n_test=2, n_post=60, n_sbc=10,
-                   sbc_post=20, max_sites=3, test_sites=3, extrap_sites=5, sir_budget=60,
+                   sbc_post=20, max_sites=3, test_sites=3, extrap_sites=(5,), n_extrap=6,
+                   extrap_post=10, sir_budget=60,
                    sir_sites=2, sir_n_obs=3, sir_train_steps=10)
 
     @classmethod
@@ -152,7 +162,8 @@ class Config(ExperimentConfig):
     def full(cls) -> Config:
         return cls(seeds=(0, 1, 2), budgets=(150, 600, 2400), latent_dim=64, n_layers=2,
                    n_heads=4, train_steps=1500, batch_size=128, sample_steps=16, n_val=4,
-                   n_test=10, n_post=500, n_sbc=200, sbc_post=100, include_npe=True,
+                   n_test=10, n_post=500, n_sbc=200, sbc_post=100, n_extrap=50, extrap_post=50,
+                   include_npe=True,
                    sir_budget=1500, sir_train_steps=1500, sir_sbi=True)
 
 
@@ -161,10 +172,10 @@ def _model_kwargs(c: Config) -> dict:
                 label_dim=8, pos_dim=4, func_dim=4, dropout=0.0)
 
 
-def _exact_contraction(sim: HierarchicalGaussianLinear, m: int) -> float:
-    """``1 - Var(g | y) / Var(g)`` for ``m`` sites (independent of y)."""
-    _, cov = sim.posterior(np.zeros((m, sim.dim)))
-    return float(1.0 - cov[0, 0])
+def lf_sampler_full(sampler, n: int, y: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """``(g draws (n, K, D), l draws (n, K, M*D))`` from a ``sampler(n, y, full=True)``."""
+    out = sampler(n, y, full=True)
+    return out["g"].detach().numpy(), out["l"].detach().numpy().reshape(n, y.shape[0], -1)
 
 
 def run(config: Config, seed: int) -> SeedOutput:
@@ -201,15 +212,21 @@ def run(config: Config, seed: int) -> SeedOutput:
         t0 = time.perf_counter()
         aseed = seed * 1000 + budget
         if arm in ("tfmpe_lf", "lf_shuffled"):
-            tr = dict(train_kw, lr=lr)
+            # equal training budget in network updates (issue 48): LF trains two networks, so
+            # the surrogate and the posterior share train_steps (half each, our fixed split)
+            s_steps = c.train_steps // 2
             res = lf_train(s, budget, c.syn_factor * budget, c.max_sites,
                            shuffle_surrogate=arm == "lf_shuffled", surrogate_kwargs=mk,
-                           posterior_kwargs=mk, surrogate_train=tr, posterior_train=tr,
+                           posterior_kwargs=mk,
+                           surrogate_train=dict(train_kw, steps=max(1, s_steps), lr=lr),
+                           posterior_train=dict(train_kw, steps=c.train_steps - s_steps, lr=lr),
                            sample_steps=c.sample_steps, seed=aseed)
             est = res.posterior
+            updates = len(res.surrogate.losses) + len(res.posterior.losses)
 
-            def sampler(n, y, est=est):
-                return est.sample_batched(n, {"y": y}, steps=c.sample_steps)["g"]
+            def sampler(n, y, est=est, full=False):
+                out = est.sample_batched(n, {"y": y}, steps=c.sample_steps)
+                return out if full else out["g"]
         elif arm == "tfmpe_multi":
             est = TFMPE(lambda n, m: s.prior(n, m), local=("l", "y"), labeller=s.labeller,
                         model_kwargs=mk, seed=aseed)
@@ -217,11 +234,14 @@ def run(config: Config, seed: int) -> SeedOutput:
             for th, x in simulate_multisite(s, budget, 1, c.max_sites, g):
                 est.append_simulations(th, x)
             est.train(**train_kw, lr=lr)
+            updates = c.train_steps
 
-            def sampler(n, y, est=est):
-                return est.sample_batched(n, {"y": y}, steps=c.sample_steps)["g"]
+            def sampler(n, y, est=est, full=False):
+                out = est.sample_batched(n, {"y": y}, steps=c.sample_steps)
+                return out if full else out["g"]
         else:  # sbi_fmpe / sbi_npe at fixed M = test_sites
             g = torch.Generator().manual_seed(aseed)
+            updates = c.train_steps
             n_sets = budget // m_test
             th = s.prior(n_sets, m_test, g)
             x = s.simulate(th, g)
@@ -234,7 +254,7 @@ def run(config: Config, seed: int) -> SeedOutput:
                 return est.sample_batched(n, y.reshape(y.shape[0], -1))[..., :d]
         calls[key] = {"site_calls": s.counter.site_calls,
                       "multisite_calls": s.counter.multisite_calls,
-                      "train_s": time.perf_counter() - t0}
+                      "train_s": time.perf_counter() - t0, "updates": updates}
         cache[key] = sampler
         return sampler
 
@@ -267,26 +287,43 @@ def run(config: Config, seed: int) -> SeedOutput:
             info = calls[(arm, b, lr_of[arm])]
             metrics[arm][f"site_calls_ratio@B{b}"] = info["site_calls"] / b
             metrics[arm][f"multisite_calls@B{b}"] = float(info["multisite_calls"])
+            metrics[arm][f"network_updates@B{b}"] = float(info["updates"])
             extras["c2st_per_obs"][f"{arm}@B{b}"] = vals
             extras["train_s"][f"{arm}@B{b}"] = info["train_s"]
 
-    # --- calibration of TFMPE+LF at the largest budget, inside and beyond the training range
+    # --- calibration of TFMPE+LF at the largest budget: inside the training range (M = test_sites,
+    # coverage of g and of the locals, two-sided width) and beyond it (M up to 6x max_sites)
     lf_sampler = train_arm("tfmpe_lf", c.budgets[-1], lr_of["tfmpe_lf"])
     extras["coverage"] = {"levels": LEVELS.tolist()}
-    for m in (c.test_sites, c.extrap_sites):
-        th = sim.prior(c.n_sbc, m, gen)
+    extras["extrapolation"] = {}
+    rng_prior = np.random.default_rng(seed)
+    sizes = [(c.test_sites, c.n_sbc, c.sbc_post)] + [(m, c.n_extrap, c.extrap_post)
+                                                     for m in c.extrap_sites]
+    for m, n_sets, n_draws in sizes:
+        th = sim.prior(n_sets, m, gen)
         y = sim._simulate_sites(th, gen)["y"]
-        truth = th["g"].numpy()
-        draws = {"tfmpe_lf": lf_sampler(c.sbc_post, y).detach().numpy(),
-                 "prior": np.random.default_rng(seed).normal(size=(c.sbc_post, c.n_sbc, d)),
-                 "exact": np.stack([sim.posterior_sample(y[i], c.sbc_post, npgen)["g"]
-                                    for i in range(c.n_sbc)], 1)}
-        exact_contr = _exact_contraction(sim, m)
-        for arm, s in draws.items():
-            metrics[arm][f"ece_g@M{m}"] = expected_coverage_error(s, truth)
-            contraction = 1.0 - float(s.var(0, ddof=1).mean())  # prior Var(g) = 1
-            metrics[arm][f"contraction_ratio@M{m}"] = contraction / exact_contr
-            extras["coverage"][f"{arm}@M{m}"] = coverage_curve(s, truth).tolist()
+        truth_g, truth_l = th["g"].numpy(), th["l"].numpy().reshape(n_sets, -1)
+        mean_ex = np.stack([sim.posterior(y[i])[0] for i in range(n_sets)])  # (K, D(M+1))
+        sd_ex = np.sqrt(np.diag(sim.posterior(y[0])[1]))  # the same for every y at this M
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)  # the sweep is on purpose
+            lf = lf_sampler_full(lf_sampler, n_draws, y)
+        ex = [sim.posterior_sample(y[i], n_draws, npgen) for i in range(n_sets)]
+        prior_g = rng_prior.normal(size=(n_draws, n_sets, d))
+        prior_l = prior_g[:, :, None, :] + c.tau * rng_prior.normal(size=(n_draws, n_sets, m, d))
+        draws = {"tfmpe_lf": lf,
+                 "prior": (prior_g, prior_l.reshape(n_draws, n_sets, -1)),
+                 "exact": (np.stack([e["g"] for e in ex], 1),
+                           np.stack([e["l"].reshape(n_draws, -1) for e in ex], 1))}
+        for arm, (sg, sl) in draws.items():
+            mm = metrics[arm]
+            mm[f"ece_g@M{m}"] = expected_coverage_error(sg, truth_g)
+            mm[f"ece_l@M{m}"] = expected_coverage_error(sl, truth_l)
+            mm[f"sd_ratio_g@M{m}"] = float((sg.std(0, ddof=1) / sd_ex[:d]).mean())
+            mm[f"sd_ratio_l@M{m}"] = float((sl.std(0, ddof=1) / sd_ex[d:]).mean())
+            mm[f"mean_err_g@M{m}"] = float((np.abs(sg.mean(0) - mean_ex[:, :d]) / sd_ex[:d]).mean())
+            extras["coverage"][f"{arm}@M{m}"] = coverage_curve(sg, truth_g).tolist()
+            extras["coverage"][f"{arm}:l@M{m}"] = coverage_curve(sl, truth_l).tolist()
     _run_sir(c, seed, metrics, extras)
     tuning_record = {a: t for a, t in tuned.items()}
     extras["lr_chosen"] = lr_of
@@ -383,40 +420,38 @@ def ece_noise_floor(n_sets: int, n_draws: int, dim: int, n_seeds: int, q: float 
     return float(np.quantile(ece.reshape(reps, n_seeds).mean(1), q))
 
 
-def _ece_rule(values, config: Config):
+def _ece_rule(values, config: Config, label: str = "coverage error ", dim: int | None = None):
     """ECE <= ECE_MAX on the seed mean; its mde is the noise floor of a perfect posterior (a rule
     whose bound sits inside that floor fails calibrated posteriors and cannot tell)."""
-    dec = threshold_rule(values, high=ECE_MAX, label="coverage error ")
-    floor = ece_noise_floor(config.n_sbc, config.sbc_post, config.dim, len(values))
+    dec = threshold_rule(values, high=ECE_MAX, label=label)
+    floor = ece_noise_floor(config.n_sbc, config.sbc_post, dim or config.dim, len(values))
     return dataclasses.replace(dec, mde=floor, evidence={**dec.evidence, "perfect_posterior_q95": floor})
 
 
+def _width(values, label: str):
+    """Two-sided width check: seed-mean posterior sd / exact sd within [SD_LOW, SD_HIGH]."""
+    return threshold_rule(values, low=SD_LOW, high=SD_HIGH, label=label)
+
+
 def _calibrated(metrics, arm: str, config: Config):
+    """Inside the training range (M = test_sites): coverage of g (primary leg, mde = a perfect
+    posterior's noise floor) and of the locals, and a two-sided width check of both."""
+    m = config.test_sites
+    mm = metrics[arm]
+    return all_of(_ece_rule(mm[f"ece_g@M{m}"], config, "coverage error g "),
+                  _ece_rule(mm[f"ece_l@M{m}"], config, "coverage error l ", dim=config.dim * m),
+                  _width(mm[f"sd_ratio_g@M{m}"], "sd(g)/exact "),
+                  _width(mm[f"sd_ratio_l@M{m}"], "sd(l)/exact "))
+
+
+def _extrapolates(metrics, arm: str, config: Config):
+    """Beyond the training range, per M: the two-sided width check of g (primary) and of l."""
     regimes = []
-    for m in (config.test_sites, config.extrap_sites):
-        regimes.append((f"M={m}", all_of(
-            _ece_rule(metrics[arm][f"ece_g@M{m}"], config),
-            threshold_rule(metrics[arm][f"contraction_ratio@M{m}"], low=0.5,
-                           label="contraction/exact "))))
+    for m in config.extrap_sites:
+        mm = metrics[arm]
+        regimes.append((f"M={m}", all_of(_width(mm[f"sd_ratio_g@M{m}"], "sd(g)/exact "),
+                                         _width(mm[f"sd_ratio_l@M{m}"], "sd(l)/exact "))))
     return per_regime(regimes, require="all", label=f"{arm}: ")
-
-
-def _count_rule(values, *, low: float = -np.inf, high: float = np.inf, label: str = ""):
-    """A bound on exact simulator-call counts, in every seed: deterministic, mde 0."""
-    vals = [float(v) for v in values]
-    ok = all(low <= v <= high for v in vals)
-    return exact(ok, f"{label}{min(vals):g}..{max(vals):g}",
-                 {"values": vals, "low": low, "high": high})
-
-
-def _single_site(metrics, arm: str, config: Config):
-    parts = []
-    for b in config.budgets:
-        parts.append(_count_rule(metrics[arm][f"multisite_calls@B{b}"], high=0.0,
-                                 label=f"B={b} multi-site calls "))
-        parts.append(_count_rule(metrics[arm][f"site_calls_ratio@B{b}"], low=1.0, high=1.0,
-                                 label="site calls / B "))
-    return all_of(*parts)
 
 
 SUBSTRATE = (
@@ -435,7 +470,8 @@ _C2ST_SOURCE = ("smallest that matters: 0.05 C2ST accuracy (half of the brief's 
                 "choice; paper l-C2ST tables on another scale")
 
 SCALE = ("laptop-scale: hierarchical Gaussian linear (D=2, tau=1, sigma=0.5), M_test=5, "
-         "TFMPE latent 32 / 1 layer, 150 Adam steps, budgets 150 and 600 single-site calls")
+         "TFMPE latent 32 / 1 layer, 150 network updates per arm (LF: 75 surrogate + 75 "
+         "posterior), budgets 150 and 600 single-site calls")
 
 CLAIMS = (
     Claim(
@@ -481,18 +517,20 @@ CLAIMS = (
     ),
     Claim(
         id="calibration",
-        statement="TFMPE+LF posteriors are calibrated, also for more sites than seen in "
-                  "training.",
+        statement="TFMPE+LF posteriors are calibrated (global and local parameters) inside the "
+                  "training range of the number of sites.",
         paper_value="qualitative (well-calibrated posteriors; SBC)",
-        metric="expected coverage error of g (mean |coverage - level| over levels 0.05..0.95) "
-               "and contraction of Var(g) relative to the exact posterior's",
-        scale=SCALE + "; coverage from 60 simulated data sets x 50 draws at the largest budget",
-        rule="at M=test_sites and M=extrap_sites: seed-mean coverage error <= 0.05 (brief F3) AND "
-             "contraction >= 0.5 x exact (calibrated and informative); mde: 95% quantile of a "
-             "perfect posterior's seed-mean coverage error at the run's sizes",
+        metric="expected coverage error of g and of l_1..l_M (mean |coverage - level| over levels "
+               "0.05..0.95) and posterior sd / exact sd of g and of l",
+        scale=SCALE + "; at M=test_sites=5: 100 simulated data sets x 50 draws at the largest "
+                      "budget",
+        rule="at M=test_sites: seed-mean coverage error of g <= 0.05 and of l <= 0.05 (brief F3) "
+             "AND seed-mean sd ratio of g and of l within [0.8, 1.25] (two-sided width, issue 48); "
+             "mde: 95% quantile of a perfect posterior's seed-mean coverage error of g at the run's "
+             "sizes",
         decide=lambda m, c: _calibrated(m, "tfmpe_lf", c),
         control_description="prior: draws from the prior, calibrated by construction but "
-                            "uninformative (shows that coverage alone cannot fail)",
+                            "uninformative (the width check must catch it)",
         control=lambda m, c: _calibrated(m, "prior", c),
         arms=ClaimArms(method="tfmpe_lf", control="prior"),
         effect=ECE_MAX,
@@ -502,21 +540,27 @@ CLAIMS = (
         positive=lambda m, c: _calibrated(m, "exact", c),
     ),
     Claim(
-        id="single_site_cost",
-        statement="LF training needs only single-site simulator calls.",
-        paper_value="qualitative (abstract: per-site surrogate from single-site simulations)",
-        metric="counted simulator calls: multi-site calls, single-site calls / budget",
-        scale=SCALE,
-        rule="at every budget and in every seed: 0 multi-site calls and exactly B single-site "
-             "simulations (exact counts)",
-        decide=lambda m, c: _single_site(m, "tfmpe_lf", c),
-        control_description="tfmpe_multi: the same estimator trained on real multi-site sets "
-                            "(the counter must see its multi-site calls)",
-        control=lambda m, c: _single_site(m, "tfmpe_multi", c),
-        arms=ClaimArms(method="tfmpe_lf", control="tfmpe_multi"),
-        effect=1.0,
-        effect_source="smallest that matters: one multi-site call (exact counts; holds by "
-                      "construction of lf_train, bookkeeping)",
+        id="extrapolation",
+        statement="TFMPE+LF posteriors stay calibrated for more sites than seen in training "
+                  "(the API accepts any number of sites; here the posterior is checked).",
+        paper_value="qualitative (one estimator for any number of sites)",
+        metric="posterior sd / exact sd of g and of l at M beyond the training range (coverage "
+               "error and the error of g's mean in exact sds are reported)",
+        scale=SCALE + "; training range M in 1..5, M = 8, 15, 30 (up to 6x), 20 data sets x 25 "
+                      "draws per M",
+        rule="per M beyond max_sites: seed-mean sd ratio of g and of l within [0.8, 1.25]; "
+             "reproduced when this holds at every M (the regimes show where it stops)",
+        decide=lambda m, c: _extrapolates(m, "tfmpe_lf", c),
+        control_description="prior: uninformative draws (its width is the prior's, so the check "
+                            "must fail it)",
+        control=lambda m, c: _extrapolates(m, "prior", c),
+        arms=ClaimArms(method="tfmpe_lf", control="prior"),
+        effect=WIDTH_EFFECT,
+        effect_source="issue 48: a width 20-25 % off the exact posterior's is miscalibrated (band "
+                      "[0.8, 1.25]); mde: 2 s.e. of the seed-mean sd ratio",
+        gates=("lf_posterior_trained",),
+        positive_arm="exact",
+        positive=lambda m, c: _extrapolates(m, "exact", c),
     ),
 )
 
@@ -578,7 +622,7 @@ def plot(config: Config, outputs, outdir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(4, 4))
     levels = outputs[0].extras["coverage"]["levels"]
     for key in outputs[0].extras["coverage"]:
-        if key == "levels":
+        if key == "levels" or ":l@" in key or not key.endswith(f"@M{config.test_sites}"):
             continue
         cov = np.mean([o.extras["coverage"][key] for o in outputs], axis=0)
         ax.plot(levels, cov, label=key)
