@@ -403,3 +403,58 @@ def test_guidance_off_is_the_plain_flow():
     start = 0.2 * op.pinv(y) + 0.8 * eps
     np.testing.assert_allclose(r.x.numpy(), integrate(model, start, t0=0.2, t1=1.0, steps=10).numpy(),
                                atol=1e-12)
+
+
+# ---------------------------------------------------------------- issue 48: the fixed point
+class _GaussianFlow(torch.nn.Module):
+    """The exact CondOT velocity of data N(m, diag(sd^2)) from N(0, I) noise: linear in x, so the
+    Euler flow map is affine, T(z) = J z + b, and every MAP below has a closed form."""
+
+    def __init__(self, m, sd):
+        super().__init__()
+        self.m, self.s2 = m, sd**2
+
+    def forward(self, x, t, cond=None):
+        t = t.reshape(-1, 1) if t.dim() else t
+        return self.m + (t * self.s2 - (1 - t)) / (t**2 * self.s2 + (1 - t) ** 2) * (x - t * self.m)
+
+
+def test_exact_jacobian_converges_to_the_closed_form_map_and_the_free_scheme_is_biased():
+    """On an exactly Gaussian flow prior with R(z) = ||z||^2/2 (deblur, 8x8): ``jacobian="vjp"``
+    converges to the MAP argmin D(T z) + lam R(z), which solves (J^T A^T A J / s2 + lam) z =
+    J^T A^T r / s2; the Jacobian-free scheme converges instead to the root of
+    grad D(T z) + lam grad R(z) = 0, i.e. (A^T A J / s2 + lam) z = A^T r / s2 (the README's
+    statement of its bias), which is far from the MAP."""
+    dt = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        d, n = 64, 4
+        g = torch.Generator().manual_seed(0)
+        m = 0.3 * torch.randn(d, generator=g)
+        sd = 0.2 + 0.6 * torch.rand(d, generator=g)
+        model = _GaussianFlow(m, sd)
+        op = make_operator("deblur", 0.05, seed=0)
+        y = op.measure(m + sd * torch.randn(2, d, generator=g), g)
+        b = integrate(model, torch.zeros(1, d), steps=n, method="euler")
+        J = (integrate(model, torch.eye(d), steps=n, method="euler") - b).T
+        A = op.A(torch.eye(d)).T
+        lam, s2 = 1.0, op.sigma**2
+        r = (y - b @ A.T).T
+        eye = torch.eye(d)
+        z_map = torch.linalg.solve(J.T @ A.T @ A @ J / s2 + lam * eye, J.T @ A.T @ r / s2).T
+        z_bias = torch.linalg.solve(A.T @ A @ J / s2 + lam * eye, A.T @ r / s2).T
+        gap = float((z_map - z_bias).norm() / z_map.norm())
+        assert gap > 0.3  # the bias is not small here
+
+        def run(jac, n_outer):
+            cfg = MSFlowConfig(K=2, n_steps=n, init="ode", jacobian=jac, regularizer="gaussian",
+                               lam=lam, n_outer=n_outer, mu_max=1e4, step=1.0)
+            return ms_flow(model, op, y, cfg).z[0]
+
+        z_vjp = run("vjp", 300)
+        z_free = run("free", 100)
+        rel = lambda a, b: float((a - b).norm() / b.norm())  # noqa: E731
+        assert rel(z_vjp, z_map) < 0.08 < 0.3 < rel(z_vjp, z_bias)
+        assert rel(z_free, z_bias) < 0.08 < 0.3 < rel(z_free, z_map)
+    finally:
+        torch.set_default_dtype(dt)

@@ -7,8 +7,8 @@ import pytest
 
 from icml26.harness import assert_pinned, run_paper
 
-CLAIM_IDS = {"memory", "quality_vs_dflow", "quality_vs_flowdps", "quality_vs_pnpflow", "genuine_sample",
-             "prior_matters"}
+CLAIM_IDS = {"memory", "quality_vs_dflow", "quality_vs_dflow_more_nfe", "exact_jacobian_vs_dflow",
+             "quality_vs_flowdps", "quality_vs_pnpflow", "genuine_sample", "prior_matters"}
 
 
 def _check(result):
@@ -20,6 +20,16 @@ def _check(result):
     assert min(m["d_flow"]["mem_slope"]) > 0
     assert max(m["ms_flow"]["mem_slope"]) == 0 and max(m["ms_flow"]["mem_bytes_max_n"]) == 0
     assert max(m["d_flow_adjoint"]["mem_slope"]) == 0
+    # a baseline that builds a graph is seen by the same probe (issue 48): the exact-Jacobian
+    # MS-Flow backpropagates through one segment, N / K steps, so it grows at D-Flow's slope / K
+    for s_vjp, s_d in zip(m["ms_flow_vjp"]["mem_slope"], m["d_flow"]["mem_slope"], strict=True):
+        assert s_vjp > 0 and abs(s_vjp - s_d / result["config"]["K"]) <= 0.05 * s_d
+    # every latent arm reports the common objective beside PSNR, at every budget of the sweep
+    for arm in ("ms_flow", "ms_flow_vjp", "ms_flow_k1", "d_flow"):
+        assert any(k.startswith("objective|") for k in m[arm]), arm
+        assert any(k.startswith("objective@") for k in m[arm]), arm
+        assert any(k.startswith("psnr@") for k in m[arm]), arm
+    assert not any(k.startswith("objective") for k in m["pnp_flow"])
     return claims
 
 
@@ -27,6 +37,10 @@ def test_smoke(tmp_path):
     result = run_paper("ms_flow", "smoke", out=tmp_path)
     _check(result)
     assert_pinned(result, __file__)
+    from icml26.papers.ms_flow.tables import arm_tables
+
+    text = arm_tables(result)  # the README's per-arm tables are generated from result files
+    assert "| ms_flow_vjp |" in text and " / " in text and "NFE per image" in text
 
 
 @pytest.mark.slow
