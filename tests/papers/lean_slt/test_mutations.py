@@ -99,12 +99,61 @@ def test_scaled_down_functional_is_flagged(monkeypatch, key, name):
     assert cat.THEOREMS[key].check(np.random.default_rng(5), 2000).violated
 
 
-def test_t21_cannot_see_a_doubled_exponent(monkeypatch):
-    """Stated detection limit: the formal failure probability is so loose that doubling its exponent
-    still holds on every instance. The row cannot detect this (its spec says so)."""
+def test_t21_inequality_cannot_see_a_doubled_exponent_but_the_spec_leg_does(monkeypatch):
+    """Stated detection limit of the inequality: the formal failure probability is so loose that
+    doubling its exponent still holds on every instance; the row's spec leg (the library's bound
+    against the statement's formula) catches it (issue 47)."""
     monkeypatch.setattr(ls, "master_error_bound", _meb_wrong_exponent)
-    assert not cat.THEOREMS["T21"].check(np.random.default_rng(4), 2000).violated
+    res = cat.THEOREMS["T21"].check(np.random.default_rng(4), 2000)
+    assert res.max_excess <= cat.EXACT_TOL  # the inequality holds
+    assert res.spec_failed and res.violated
     assert "exponent" in cat.THEOREMS["T21"].cannot_detect
+
+
+# ---- the mutation suite (issue 47): mutation.MUTANTS against the rows that call each function ----
+
+_KNOWN_MISSES = {("greedy_net_2eps", "T02")}  # T02 is a witness row: it cannot be made to fail
+
+
+def test_suite_has_plausible_mutants_over_the_rows():
+    from icml26.papers.lean_slt.mutation import MUTANTS
+
+    assert len(MUTANTS) >= 10 and len({m.name for m in MUTANTS}) == len(MUTANTS)
+    rows = {k for m in MUTANTS for k in m.rows}
+    assert rows == set(cat.THEOREMS)  # every row is exercised by at least one mutant
+    for name in ("dudley_constant_half", "expected_chi_sqrt_r", "star_hull_no_scaling", "master_radius_4"):
+        assert name in {m.name for m in MUTANTS}  # the review's independent mutants
+
+
+@pytest.mark.parametrize("name", [m.name for m in __import__(
+    "icml26.papers.lean_slt.mutation", fromlist=["MUTANTS"]).MUTANTS])
+def test_each_mutant_is_caught_by_its_rows_and_the_library_is_restored(name):
+    from icml26.papers.lean_slt import mutation as mu
+
+    m = next(x for x in mu.MUTANTS if x.name == name)
+    before = {(mod.__name__, attr): getattr(mod, attr) for mod, attr, _ in m.targets}
+    with mu.mutated(m):
+        for key in m.rows:
+            try:
+                caught = cat.THEOREMS[key].check(np.random.default_rng(4), 400).violated
+            except ValueError:  # the library's own input checks refuse it
+                caught = True
+            assert caught != ((name, key) in _KNOWN_MISSES), (name, key)
+    assert {(mod.__name__, attr): getattr(mod, attr) for mod, attr, _ in m.targets} == before
+    assert cat.dudley_instances.cache_info().currsize in (0, 1)
+
+
+def test_mutation_score_refuses_a_row_that_fails_unmutated(monkeypatch):
+    from icml26.papers.lean_slt import mutation as mu
+
+    bad = mu.Mutant("x", "x", ("T01",), ((cv, "sample_l2_ball", lambda o: o),))
+    monkeypatch.setattr(co, "small_ball_bound", lambda eps, N: eps**N)  # T01 now fails unmutated
+    with pytest.raises(RuntimeError, match="T01"):
+        mu.mutation_score(np.random.default_rng(0), 400, mutants=(bad,))
+    with pytest.raises(TypeError):
+        mu.mutation_score(0, 400)
+    with pytest.raises(ValueError):
+        mu.mutation_score(np.random.default_rng(0), 50)
 
 
 def test_unpatched_rows_pass_on_the_same_inputs():

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cache, partial
 from typing import Any
 
@@ -68,6 +69,12 @@ class CheckResult:
         instance whose point estimate is closest to the bound (where a wrong statement shows first
         among the estimated ones). 0 for an exact check (no Monte Carlo noise); ``inf`` when that
         instance's bound is unusable.
+    spec_error : float
+        Largest relative mismatch, over the row's *spec legs*, between a value the library returns
+        (the bound, or an exactly known side) and the same quantity evaluated in the row from the
+        statement's own formula or an independent computation (0 without spec legs). A mismatch
+        beyond a leg's tolerance makes the row violated: the inequality alone cannot see a
+        transcription error hidden by the theorem's slack (issue 47).
     """
 
     key: str
@@ -78,6 +85,8 @@ class CheckResult:
     tightness: float
     detail: dict[str, Any] = field(default_factory=dict)
     resolution: float = 0.0
+    spec_error: float = 0.0
+    spec_failed: bool = False
 
     @property
     def status(self) -> str:
@@ -87,6 +96,9 @@ class CheckResult:
     @property
     def verdict_text(self) -> str:
         """``"numerically consistent on N instances"`` or ``"violated on ..."``: never "proved"."""
+        if self.violated and self.spec_failed and self.max_excess <= 0:
+            return (f"violated (the library differs from the statement's formula by {self.spec_error:.3g} "
+                    f"relative on a spec leg; inequality holds on {self.n_instances} instances)")
         if self.violated:
             return f"violated (max excess {self.max_excess:.3g} over {self.n_instances} instances)"
         return f"numerically consistent on {self.n_instances} instances ({self.kind})"
@@ -121,8 +133,34 @@ class TheoremSpec:
     lean_defs: tuple[str, ...] = ()
 
 
+SPEC_RTOL = 1e-9
+"""Default relative tolerance of a spec leg (closed forms agree to rounding; quadrature legs pass
+their own, looser tolerance)."""
+
+
+def _spec_errors(spec) -> tuple[float, bool, dict[str, float]]:
+    """``spec``: iterable of ``(name, got, want[, rtol])``; returns (max relative error, any leg beyond its
+    tolerance, per-leg max relative error)."""
+    worst, failed, per = 0.0, False, {}
+    for leg in spec or ():
+        name, got, want = leg[:3]
+        rtol = leg[3] if len(leg) > 3 else SPEC_RTOL
+        got = np.asarray(got, dtype=float).ravel()
+        want = np.asarray(want, dtype=float).ravel()
+        if got.shape != want.shape or got.size == 0:
+            raise ValueError(f"spec leg {name!r}: shapes {got.shape} and {want.shape} differ or are empty")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
+        rel = np.where(got == want, 0.0, rel)  # equal infinities agree
+        err = float(np.max(np.nan_to_num(rel, nan=np.inf)))
+        per[name] = max(per.get(name, 0.0), err if math.isfinite(err) else 1e300)
+        worst = max(worst, per[name])
+        failed = failed or err > rtol
+    return worst, failed, per
+
+
 def _compare(key: str, kind: str, lhs, rhs, *, lhs_conf=None, log: bool = False,
-             tol: float = EXACT_TOL, tightness: float | None = None, **detail) -> CheckResult:
+             tol: float = EXACT_TOL, tightness: float | None = None, spec=None, **detail) -> CheckResult:
     lhs = np.asarray(lhs, dtype=float).ravel()
     rhs = np.asarray(rhs, dtype=float).ravel()
     conf = lhs if lhs_conf is None else np.asarray(lhs_conf, dtype=float).ravel()
@@ -140,9 +178,12 @@ def _compare(key: str, kind: str, lhs, rhs, *, lhs_conf=None, log: bool = False,
         ratio = rhs[pos] / lhs[pos]
     max_excess = float(np.max(excess))
     tight = tightness if tightness is not None else (float(np.min(ratio)) if ratio.size else math.inf)
+    spec_err, spec_failed, per_leg = _spec_errors(spec)
     detail = {"lhs": lhs.tolist()[:200], "rhs": rhs.tolist()[:200], "log_domain": log, **detail}
-    return CheckResult(key, kind, int(lhs.size), max_excess, bool(max_excess > tol), tight, detail,
-                       _resolution(lhs, conf, rhs, log))
+    if per_leg:
+        detail["spec_legs"] = per_leg
+    return CheckResult(key, kind, int(lhs.size), max_excess, bool(max_excess > tol or spec_failed), tight, detail,
+                       _resolution(lhs, conf, rhs, log), spec_err, spec_failed)
 
 
 def _resolution(lhs, conf, rhs, log: bool) -> float:
@@ -169,18 +210,114 @@ def _z(n_instances: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+# spec legs: the statements' formulas written out here, independently of the library (issue 47)
+# ---------------------------------------------------------------------------------------------
+
+_SQRT2 = math.sqrt(2.0)
+
+
+def _chi_mean(r: int) -> float:
+    """E χ_r from scipy's chi law (independent of ``chaining.expected_chi``)."""
+    return float(stats.chi.mean(r)) if r > 0 else 0.0
+
+
+def _l2_entropy_lower_ref(d: int, radius: float, D: float) -> float:
+    """∫_0^{min(D,R)} √(d log(R/ε)) dε by adaptive quadrature (the library uses the incomplete gamma)."""
+    top = min(D, radius)
+    val, _ = integrate.quad(lambda e: math.sqrt(d * math.log(radius / e)), 0.0, top, limit=200, epsabs=1e-12)
+    return float(val)
+
+
+def _packing_legs(name: str, pts: np.ndarray, sep: float, count: int) -> list[tuple]:
+    """A greedy maximal ``sep``-separated subset: separated, maximal, and of the reported size."""
+    idx = cv.greedy_net_indices(pts, sep)
+    sub = pts[idx]
+    if idx.size > 1:
+        dist = np.sqrt(np.maximum(np.sum((sub[:, None, :] - sub[None, :, :]) ** 2, axis=2), 0.0))
+        min_sep = float(np.min(dist[np.triu_indices(idx.size, 1)]))
+    else:
+        min_sep = math.inf
+    far = float(np.max(np.min(np.sqrt(np.sum((pts[:, None, :] - sub[None, :, :]) ** 2, axis=2)), axis=1)))
+    return [(f"{name}: size", [idx.size], [count]),
+            (f"{name}: separated (min distance >= sep)", [min(min_sep, sep)], [sep]),
+            (f"{name}: maximal (every point within sep)", [max(far, sep)], [sep])]
+
+
+def _entropy_ref(y: np.ndarray) -> float:
+    """Ent(Y) = E[Y log Y] − E Y log E Y under the uniform law (0 log 0 = 0)."""
+    y = np.asarray(y, dtype=float).ravel()
+    m = y.mean()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ylogy = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
+    return float(ylogy.mean() - (m * math.log(m) if m > 0 else 0.0))
+
+
+def _weights(probs, shape) -> np.ndarray:
+    """Product weights of the coordinate laws ``probs`` (uniform when None)."""
+    if probs is None:
+        return np.full(shape, 1.0 / math.prod(shape))
+    w = np.ones(())
+    for p in probs:
+        w = np.multiply.outer(w, np.asarray(p, dtype=float))
+    return w
+
+
+def _cond_mean(f: np.ndarray, w1: np.ndarray, axis: int) -> np.ndarray:
+    """E^(i) f: the mean over coordinate ``axis`` under its marginal ``w1``, broadcast back."""
+    shape = [1] * f.ndim
+    shape[axis] = -1
+    return np.sum(f * w1.reshape(shape), axis=axis, keepdims=True)
+
+
+def _marginals(probs, f: np.ndarray) -> list[np.ndarray]:
+    return [np.full(k, 1.0 / k) for k in f.shape] if probs is None else [np.asarray(p, float) for p in probs]
+
+
+def _efron_stein_ref(f, probs=None) -> tuple[float, float]:
+    """(Var f, Σ_i E[(f − E^(i) f)²]) by direct weighted sums."""
+    f = np.asarray(f, dtype=float)
+    w, ps = _weights(probs, f.shape), _marginals(probs, f)
+    mean = float(np.sum(w * f))
+    rhs = sum(float(np.sum(w * (f - _cond_mean(f, ps[i], i)) ** 2)) for i in range(f.ndim))
+    return float(np.sum(w * (f - mean) ** 2)), rhs
+
+
+def _cond_entropy_sum_ref(f, probs=None) -> float:
+    """Σ_i E[Ent^(i) f] by direct weighted sums."""
+    f = np.asarray(f, dtype=float)
+    w, ps = _weights(probs, f.shape), _marginals(probs, f)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flogf = np.where(f > 0, f * np.log(np.where(f > 0, f, 1.0)), 0.0)
+    total = 0.0
+    for i in range(f.ndim):
+        m = _cond_mean(f, ps[i], i)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mlogm = np.where(m > 0, m * np.log(np.where(m > 0, m, 1.0)), 0.0)
+        total += float(np.sum(w * (_cond_mean(flogf, ps[i], i) - mlogm)))
+    return total
+
+
+def _flip_energy_ref(h) -> float:
+    """½ E Σ_j (h(ε) − h(flip_j ε))² on the uniform hypercube (the Lean ``gradientNormSq`` form)."""
+    h = np.asarray(h, dtype=float)
+    return 0.5 * sum(float(np.mean((h - np.flip(h, axis=j)) ** 2)) for j in range(h.ndim))
+
+
+# ---------------------------------------------------------------------------------------------
 # T1 small ball
 # ---------------------------------------------------------------------------------------------
 
 def _t01(rng, n_mc, control=False):
     scale = 2.0 if control else 1.0  # control: U[0, 1/2] has density 2 > 1
-    lhs, rhs = [], []
+    lhs, rhs, ref = [], [], []
     for N in range(1, 21):
         for eps in np.linspace(0.02, 1 / math.e - 0.01, 7):
             p = co.irwin_hall_cdf(min(scale * eps * N, N), N)
             lhs.append(math.log(p))
             rhs.append(math.log(co.small_ball_bound(eps, N)))
-    return _compare("T01", "exact", lhs, rhs, log=True)
+            ref.append(N * (1.0 + math.log(eps)))  # log (eε)^N
+    spec = None if control else [("bound = (eε)^N", rhs, ref)]
+    return _compare("T01", "exact", lhs, rhs, log=True, spec=spec)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,7 +343,7 @@ def _t02(rng, n_mc, control=False):
 
 
 def _t03(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for d in (2, 3, 5):
         pts = cv.sample_l2_ball(1500, d, 1.0, rng)
         for eps in (0.6, 0.4, 0.25):
@@ -215,30 +352,44 @@ def _t03(rng, n_mc, control=False):
                 idx = idx[: max(1, idx.size // 2)]
             lhs.append(cv.net_radius(pts[idx], pts))
             rhs.append(eps)
-    return _compare("T03", "exact", lhs, rhs)
+            if not control and d == 2:  # the hypothesis: the set is ε-separated; the radius by brute force
+                spec += _packing_legs(f"d={d}, eps={eps}", pts, eps, idx.size)[1:2]
+                far = np.min(np.linalg.norm(pts[:, None, :] - pts[idx][None, :, :], axis=2), axis=1)
+                spec.append(("net radius = max_x min_t ‖x − t‖", [lhs[-1]], [float(np.max(far))]))
+    return _compare("T03", "exact", lhs, rhs, spec=spec or None)
 
 
 def _t04(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for d in (1, 2, 3):
         pts = cv.sample_l2_ball(2000, d, 1.0, rng)
         for eps in (0.5, 0.25, 0.1):
-            lhs.append(math.log(cv.packing_number_greedy(pts, 2 * eps)))  # <= N(eps, B)
+            count = cv.packing_number_greedy(pts, 2 * eps)
+            lhs.append(math.log(count))  # <= N(eps, B)
             if control:  # exponent d − 1 instead of d
                 rhs.append(cv.euclidean_ball_covering_bound(1.0, eps, d - 1, log=True) if d > 1 else 0.0)
             else:
                 rhs.append(cv.euclidean_ball_covering_bound(1.0, eps, d, log=True))
-    return _compare("T04", "exact", lhs, rhs, log=True)
+                spec.append(("bound = (1 + 2R/ε)^d", [rhs[-1]], [d * math.log(1.0 + 2.0 / eps)]))
+                if eps == 0.25:
+                    spec += _packing_legs(f"d={d}, 2ε-packing", pts, 2 * eps, count)
+    return _compare("T04", "exact", lhs, rhs, log=True, spec=spec or None)
 
 
 def _t05(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for d in (2, 3, 5):
         pts = cv.sample_l1_ball(2000, d, 1.0, rng)
         for eps in (0.5, 0.3, 0.2):
-            lhs.append(math.log(cv.packing_number_greedy(pts, 2 * eps)))
+            count = cv.packing_number_greedy(pts, 2 * eps)
+            lhs.append(math.log(count))
             rhs.append(math.log(2 * d + 1) if control else cv.l1_ball_covering_bound(1.0, eps, d, log=True))
-    return _compare("T05", "exact", lhs, rhs, log=True)
+            if not control:
+                k = math.ceil(Fraction(1.0) ** 2 / Fraction(eps) ** 2)
+                spec.append(("bound = (2d+1)^⌈R²/ε²⌉", [rhs[-1]], [k * math.log(2 * d + 1)]))
+                if eps == 0.3:
+                    spec += _packing_legs(f"d={d}, 2ε-packing", pts, 2 * eps, count)
+    return _compare("T05", "exact", lhs, rhs, log=True, spec=spec or None)
 
 
 def l1_image_points(X: np.ndarray, radius: float, m: int, rng: np.random.Generator) -> np.ndarray:
@@ -258,7 +409,7 @@ def l1_image_points(X: np.ndarray, radius: float, m: int, rng: np.random.Generat
 
 def _t23(rng, n_mc, control=False):
     n, radius = 50, 1.0
-    lhs, rhs, found = [], [], []
+    lhs, rhs, found, spec = [], [], [], []
     for d in (10, 20):
         X = rng.standard_normal((n, d))
         X *= math.sqrt(n) / np.linalg.norm(X, axis=0)  # ‖X_j‖₂ = √n (column normalisation)
@@ -266,12 +417,15 @@ def _t23(rng, n_mc, control=False):
         for eps in (0.5, 0.3, 0.2):
             lhs.append(math.log(cv.packing_number_greedy(pts, 2 * eps)))  # <= N(ε, image)
             rhs.append(math.log(2 * d + 1) if control else cv.l1_ball_covering_bound(radius, eps, d, log=True))
+            if not control:
+                k = math.ceil(Fraction(radius) ** 2 / Fraction(eps) ** 2)
+                spec.append(("bound = (2d+1)^⌈R²/ε²⌉", [rhs[-1]], [k * math.log(2 * d + 1)]))
             if not control:  # the proof's construction: a Maurey average of k atoms within ε
                 w = rng.exponential(size=d)
                 theta = radius * rng.choice([-1.0, 1.0], size=d) * w / w.sum()
                 _, dist = cv.maurey_net_point(theta, X, eps, rng, radius)
                 found.append(bool(dist <= eps))
-    return _compare("T23", "exact", lhs, rhs, log=True,
+    return _compare("T23", "exact", lhs, rhs, log=True, spec=spec or None,
                     constructive_found_fraction=float(np.mean(found)) if found else None)
 
 
@@ -281,12 +435,16 @@ def _t23(rng, n_mc, control=False):
 
 def _t06(rng, n_mc, control=False):
     scale = 3.0 if control else 1.0  # control: the process is 3-sub-Gaussian, declared 1
-    lhs, conf, rhs = [], [], []
+    lhs, conf, rhs, spec = [], [], [], []
     for m in (1, 9, 99, 999):  # T = {0, e_1, …, e_m}: exact E max by quadrature
         v = scale * ch.expected_max_gaussian_with_zero(m)
         lhs.append(v)
         conf.append(v)
-        rhs.append(ch.finite_max_bound(1.0, 1.0 if m == 1 else math.sqrt(2.0), m + 1))
+        diam = 1.0 if m == 1 else math.sqrt(2.0)
+        rhs.append(ch.finite_max_bound(1.0, diam, m + 1))
+        spec.append(("bound = σ diam √(2 log|T|)", [rhs[-1]], [diam * math.sqrt(2.0 * math.log(m + 1))]))
+        if m == 1:  # E max(0, g) = 1/√(2π)
+            spec.append(("E max(0, g) = 1/√(2π)", [v / scale], [1.0 / math.sqrt(2 * math.pi)], 1e-8))
     mc_sets = [(10, 5), (100, 5), (300, 20)]
     z = _z(len(mc_sets))
     for m, dim in mc_sets:  # T = {0} ∪ m Gaussian points in R^dim: MC E max
@@ -298,7 +456,8 @@ def _t06(rng, n_mc, control=False):
         lhs.append(mean)
         conf.append(mean - z * se)
         rhs.append(ch.finite_max_bound(1.0, diam, m + 1))
-    return _compare("T06", "mc", lhs, rhs, lhs_conf=conf, tol=0.0)
+        spec.append(("bound = σ diam √(2 log|T|)", [rhs[-1]], [diam * math.sqrt(2.0 * math.log(m + 1))]))
+    return _compare("T06", "mc", lhs, rhs, lhs_conf=conf, tol=0.0, spec=None if control else spec)
 
 
 def _l1_ball_log_cover_lower(d: int):
@@ -344,7 +503,13 @@ def _t07(rng, n_mc, control=False):
     lhs = [i["e_sup"] for i in inst]
     # control: constant 1 instead of 12√2 (the bound σ·J with no constant)
     rhs = [i["J_lower"] if control else ch.dudley_bound(1.0, i["J_lower"]) for i in inst]
-    return _compare("T07", "exact", lhs, rhs, names=[i["name"] for i in inst],
+    spec = None if control else [
+        ("bound = 12√2 σ J", rhs, [12.0 * _SQRT2 * i["J_lower"] for i in inst]),
+        ("E sup over B₂^d = E χ_d", [i["e_sup"] for i in inst if i["name"].startswith("B2")],
+         [_chi_mean(int(i["name"][3:])) for i in inst if i["name"].startswith("B2")], 1e-9),
+        ("J lower bound on B₂^d (quadrature)", [i["J_lower"] for i in inst if i["name"].startswith("B2")],
+         [_l2_entropy_lower_ref(int(i["name"][3:]), 1.0, i["D"]) for i in inst if i["name"].startswith("B2")], 1e-7)]
+    return _compare("T07", "exact", lhs, rhs, names=[i["name"] for i in inst], spec=spec,
                     slack_formal_cover=[ch.dudley_bound(1.0, i["J_upper"]) / i["e_sup"] for i in inst])
 
 
@@ -361,7 +526,8 @@ def _t17(rng, n_mc, control=False):
     u = W[:, centres]
     net_term = np.max(np.abs(u - u[:, :1]), axis=1)
     bound = ch.one_step_discretization_rhs(local, net_term)
-    return _compare("T17", "exact", osc, bound / 2 if control else bound, paths=n_paths)
+    spec = None if control else [("bound = 2 localOsc + 2 max", bound, 2 * local + 2 * net_term)]
+    return _compare("T17", "exact", osc, bound / 2 if control else bound, paths=n_paths, spec=spec)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,28 +553,36 @@ def _cube_functions(rng, n: int, count: int, positive: bool = False) -> list[np.
 
 
 def _t08(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, refs = [], [], []
     for f in _cube_functions(rng, 8, 40):
         lhs.append(fn.variance(f))
         rhs.append(fn.efron_stein_rhs(f) * (0.5 if control else 1.0))
+        refs.append(_efron_stein_ref(f))
     probs = [rng.dirichlet(np.ones(3)) for _ in range(5)]
     for _ in range(10):
         f = rng.standard_normal((3,) * 5)
         lhs.append(fn.variance(f, probs))
         rhs.append(fn.efron_stein_rhs(f, probs) * (0.5 if control else 1.0))
-    return _compare("T08", "exact", lhs, rhs)
+        refs.append(_efron_stein_ref(f, probs))
+    spec = None if control else [("Var f (direct sum)", lhs, [r[0] for r in refs], 1e-9),
+                                 ("Σ_i E[(f − E^(i) f)²] (direct sum)", rhs, [r[1] for r in refs], 1e-9)]
+    return _compare("T08", "exact", lhs, rhs, spec=spec)
 
 
 def _t10(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, ref_l, ref_r = [], [], [], []
     for h in _cube_functions(rng, 8, 40):
         lhs.append(fn.entropy(h**2))
         rhs.append(fn.han_rhs(h) * (0.5 if control else 1.0))
-    return _compare("T10", "exact", lhs, rhs)
+        ref_l.append(_entropy_ref(h**2))
+        ref_r.append(_cond_entropy_sum_ref(h**2))
+    spec = None if control else [("Ent(h²) (direct sum)", lhs, ref_l, 1e-9),
+                                 ("Σ_j E Ent^(j)(h²) (direct sum)", rhs, ref_r, 1e-9)]
+    return _compare("T10", "exact", lhs, rhs, spec=spec)
 
 
 def _t11(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for y in _cube_functions(rng, 6, 20, positive=True):
         ent = fn.entropy(y)
         u_star = fn.optimal_dual_variable(y)
@@ -418,16 +592,19 @@ def _t11(rng, n_mc, control=False):
             continue
         lhs.append(ent)  # attained: Ent(Y) <= E[U* Y]
         rhs.append(fn.entropy_dual_objective(y, u_star))
+        spec.append(("Ent(Y) (direct sum)", [ent], [_entropy_ref(y)], 1e-9))
+        spec.append(("U* = log(Y/EY)", u_star, np.log(y / y.mean()), 1e-9))
         for _ in range(5):  # any admissible U: E[U Y] <= Ent(Y)
             u = rng.standard_normal(y.shape)
             u -= np.log(np.mean(np.exp(u)))
             lhs.append(fn.entropy_dual_objective(y, u))
             rhs.append(ent)
-    return _compare("T11", "exact", lhs, rhs)
+            spec.append(("E[U Y] (direct sum)", [lhs[-1]], [float(np.mean(u * y))], 1e-9))
+    return _compare("T11", "exact", lhs, rhs, spec=spec or None)
 
 
 def _t24(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for y in _cube_functions(rng, 6, 20, positive=True):
         ent = fn.entropy(y)
         if control:  # the normalisation − log E[T] dropped, T = 2Y/E[Y]: E[Y log T] = Ent + E[Y] log 2
@@ -436,6 +613,7 @@ def _t24(rng, n_mc, control=False):
             continue
         lhs.append(ent)  # attained at T = Y
         rhs.append(fn.entropy_dual_objective_T(y, y))
+        spec.append(("Ent(Y) (direct sum)", [ent], [_entropy_ref(y)], 1e-9))
         for k in range(5):  # any admissible T: E[Y(log T − log E T)] <= Ent(Y)
             t = rng.exponential(size=y.shape)
             if k == 4:
@@ -443,7 +621,10 @@ def _t24(rng, n_mc, control=False):
             val = fn.entropy_dual_objective_T(y, t)
             lhs.append(val if math.isfinite(val) else -1e300)
             rhs.append(ent)
-    return _compare("T24", "exact", lhs, rhs)
+            if k < 4:  # E[Y(log T − log E T)] with T > 0
+                spec.append(("E[Y(log T − log E T)] (direct sum)", [val],
+                             [float(np.mean(y * (np.log(t) - math.log(np.mean(t)))))], 1e-9))
+    return _compare("T24", "exact", lhs, rhs, spec=spec or None)
 
 
 def _t12(rng, n_mc, control=False):
@@ -453,18 +634,25 @@ def _t12(rng, n_mc, control=False):
     tables = [np.einsum("i,j,k,l->ijkl", *a)]  # product function: equality case
     tables += [rng.exponential(size=(3,) * 4) for _ in range(15)]
     tables += [rng.exponential(size=(3,) * 4) * (rng.random((3,) * 4) < 0.3) for _ in range(10)]
+    ref_r = []
     for f in tables:
         lhs.append(fn.entropy(f, probs))
         rhs.append(fn.conditional_entropy_sum(f, probs) * (0.5 if control else 1.0))
-    return _compare("T12", "exact", lhs, rhs)
+        ref_r.append(_cond_entropy_sum_ref(f, probs))
+    spec = None if control else [("Σ_i E Ent^(i) f (direct weighted sum)", rhs, ref_r, 1e-9)]
+    return _compare("T12", "exact", lhs, rhs, spec=spec)
 
 
 def _t13(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, ref_l, ref_r = [], [], [], []
     for h in _cube_functions(rng, 8, 40):
         lhs.append(fn.entropy(h**2))
         rhs.append(fn.bernoulli_lsi_rhs(h) * (0.5 if control else 1.0))
-    return _compare("T13", "exact", lhs, rhs)
+        ref_l.append(_entropy_ref(h**2))
+        ref_r.append(_flip_energy_ref(h))
+    spec = None if control else [("Ent(h²) (direct sum)", lhs, ref_l, 1e-9),
+                                 ("½ E gradientNormSq (direct sum)", rhs, ref_r, 1e-9)]
+    return _compare("T13", "exact", lhs, rhs, spec=spec)
 
 
 def _bump(x):
@@ -495,17 +683,41 @@ def _t09(rng, n_mc, control=False):
         cases.append((lambda x, w=w: x * _bump(x / w), lambda x, w=w: _bump(x / w) + x * _bump_prime(x / w) / w,
                        -w, w))
     for k in (1.0, 3.0):
-        cases.append((lambda x, k=k: math.sin(k * x) * _bump(x / 4), lambda x, k=k: k * math.cos(k * x) * _bump(x / 4)
-                      + math.sin(k * x) * _bump_prime(x / 4) / 4, -4.0, 4.0))
+        cases.append((lambda x, k=k: np.sin(k * x) * _bump(x / 4), lambda x, k=k: k * np.cos(k * x) * _bump(x / 4)
+                      + np.sin(k * x) * _bump_prime(x / 4) / 4, -4.0, 4.0))
+    spec = []
     for f, fp, lo, hi in cases:
         var, grad = fn.gaussian_poincare_sides(f, fp, (lo, hi))
         lhs.append(var)
         rhs.append(grad * (0.5 if control else 1.0))
-    return _compare("T09", "exact", lhs, rhs)
+        if not control:  # the same sides by a fine trapezoid rule on the support (smooth integrands)
+            x = np.linspace(lo, hi, 20001)
+            phi = stats.norm.pdf(x)
+            fx, fpx = np.asarray(f(x), dtype=float), np.asarray(fp(x), dtype=float)
+            m1, m2 = np.trapezoid(fx * phi, x), np.trapezoid(fx**2 * phi, x)
+            spec.append(("Var f(X), E f'(X)² (trapezoid)", [var, grad], [m2 - m1 * m1, np.trapezoid(fpx**2 * phi, x)],
+                         1e-6))
+    return _compare("T09", "exact", lhs, rhs, spec=spec or None)
+
+
+def _glsi_ref(g, grad, n: int, nodes: int) -> tuple[float, float]:
+    """Ent_γn(g²) and E‖∇g‖² by a tensor Gauss–Hermite rule written here (probabilists' nodes)."""
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    grids = np.meshgrid(*([x] * n), indexing="ij")
+    X = np.stack([gr.ravel() for gr in grids], axis=1)
+    W = np.ones(X.shape[0])
+    for wg in np.meshgrid(*([w] * n), indexing="ij"):
+        W = W * wg.ravel()
+    y = g(X) ** 2
+    m = float(W @ y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ylogy = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
+    return float(W @ ylogy) - m * math.log(m), float(W @ np.sum(grad(X) ** 2, axis=1))
 
 
 def _t14(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, spec = [], [], []
     for n in (1, 2):
         for _ in range(4):
             a = rng.uniform(-1, 1, n)
@@ -522,7 +734,10 @@ def _t14(rng, n_mc, control=False):
                 ent, energy = fn.gaussian_lsi_sides(g, grad, n, nodes=80)
                 lhs.append(ent)
                 rhs.append((1.0 if control else 2.0) * energy)
-    return _compare("T14", "exact", lhs, rhs)
+                if not control:
+                    spec.append(("Ent(g²), E‖∇g‖² (tensor Gauss–Hermite, 110 nodes)", [ent, energy],
+                                 list(_glsi_ref(g, grad, n, 110)), 1e-3))
+    return _compare("T14", "exact", lhs, rhs, spec=spec or None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,25 +782,40 @@ def _exact_cgfs() -> tuple[tuple[str, float, float], ...]:
 
 
 def _t15(rng, n_mc, control=False):
-    L = 0.5 if control else 1.0
-    lhs, rhs, names = [], [], []
-    for name, lam, cgf in _exact_cgfs():
-        lhs.append(cgf)
-        rhs.append(co.gaussian_lipschitz_cgf_bound(lam, L))
-        names.append(f"{name}@{lam:+.1f}")
-    return _compare("T15", "exact", lhs, rhs, names=names)
+    """1-Lipschitz functionals at L = 1, and the same functionals scaled by 2 (2-Lipschitz: the CGF of
+    2f at λ is the CGF of f at 2λ), so that the L-dependence of the bound is seen (issue 47)."""
+    table = {(name, round(lam, 6)): cgf for name, lam, cgf in _exact_cgfs()}
+    lhs, rhs, names, spec_got, spec_want = [], [], [], [], []
+    for L_true in (1.0, 2.0):
+        L = L_true / 2 if control else L_true
+        for name, lam, _ in _exact_cgfs():
+            key = (name, round(lam * L_true, 6))
+            if key not in table:
+                continue
+            lhs.append(table[key])
+            rhs.append(co.gaussian_lipschitz_cgf_bound(lam, L))
+            names.append(f"{L_true:g}·{name}@{lam:+.1f}")
+            spec_got.append(rhs[-1])
+            spec_want.append(lam * lam * L * L / 2)
+    spec = None if control else [("bound = λ² L²/2", spec_got, spec_want)]
+    return _compare("T15", "exact", lhs, rhs, names=names, spec=spec)
 
 
 def _t16(rng, n_mc, control=False):
     L = 0.5 if control else 1.0
     ts = np.linspace(0.25, 5.0, 20)
-    lhs, conf, rhs = [], [], []
-    for _name, mean, _, cdf, sf, _ in _one_dim_laws():
-        for t in ts:
-            p = float(sf(mean + t) + cdf(mean - t))
-            lhs.append(math.log(p) if p > 0 else -math.inf)
-            conf.append(lhs[-1])
-            rhs.append(math.log(co.gaussian_lipschitz_tail_bound(t, L)))
+    lhs, conf, rhs, spec_got, spec_want = [], [], [], [], []
+    for L_true in (1.0, 2.0):  # f and 2f (2-Lipschitz): P(|2f − E 2f| >= t) = P(|f − E f| >= t/2)
+        L_decl = L_true / 2 if control else L_true
+        for _name, mean, _, cdf, sf, _ in _one_dim_laws():
+            for t in ts:
+                p = float(sf(mean + t / L_true) + cdf(mean - t / L_true))
+                lhs.append(math.log(p) if p > 0 else -math.inf)
+                conf.append(lhs[-1])
+                b = co.gaussian_lipschitz_tail_bound(t, L_decl)
+                rhs.append(math.log(b))
+                spec_got.append(b)
+                spec_want.append(2.0 * math.exp(-t * t / (2.0 * L_decl**2)))
     mc_dims = (10, 100)
     m_inst = len(mc_dims) * ts.size
     for n in mc_dims:  # f(x) = ‖x‖₁/√n is 1-Lipschitz; E f = √(2n/π) exactly
@@ -603,7 +833,8 @@ def _t16(rng, n_mc, control=False):
             lhs.append(math.log(p_hat) if p_hat > 0 else -math.inf)
             conf.append(math.log(lower[j]) if lower[j] > 0 else -math.inf)
             rhs.append(math.log(co.gaussian_lipschitz_tail_bound(t, L)))
-    return _compare("T16", "mc", lhs, rhs, lhs_conf=conf, log=True, tol=0.0)
+    spec = None if control else [("bound = 2 exp(−t²/(2L²))", spec_got, spec_want)]
+    return _compare("T16", "mc", lhs, rhs, lhs_conf=conf, log=True, tol=0.0, spec=spec)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,7 +851,7 @@ def _designs(rng):
 
 
 def _t18(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, got, want = [], [], [], []
     for X, r in _designs(rng):
         n = X.shape[0]
         for delta in (0.1, 1.0, 3.0):
@@ -629,7 +860,13 @@ def _t18(rng, n_mc, control=False):
             J = ch.l2_ball_entropy_integral_lower(r, delta, 2 * delta)
             bound = ls.local_complexity_dudley_bound(J, n)
             rhs.append(bound / ls.LOCAL_COMPLEXITY_CONSTANT * 0.5 if control else bound)
-    return _compare("T18", "exact", lhs, rhs)
+            got.append((lhs[-1], bound, J))
+            want.append((delta * _chi_mean(r) / math.sqrt(n), 24.0 * _SQRT2 / math.sqrt(n) * J,
+                         _l2_entropy_lower_ref(r, delta, 2 * delta) if delta == 1.0 else J))
+    spec = None if control else [("G_n(δ) = δ E χ_r/√n", [g[0] for g in got], [w[0] for w in want], 1e-9),
+                                 ("bound = (24√2/√n) J", [g[1] for g in got], [w[1] for w in want]),
+                                 ("J lower bound (quadrature)", [g[2] for g in got], [w[2] for w in want], 1e-7)]
+    return _compare("T18", "exact", lhs, rhs, spec=spec)
 
 
 def _t19(rng, n_mc, control=False):
@@ -652,6 +889,19 @@ def _t19(rng, n_mc, control=False):
             return np.max(np.abs(W @ H[keep].T), axis=1) / n
     else:
         sup_fn = ls.star_hull_sup(H)
+    spec = None
+    if not control:  # the localised sup against a brute-force maximum over the hull {c h : c ∈ [0, 1]}
+        W = rng.standard_normal((8, n))
+        cs = np.linspace(0.0, 1.0, 401)
+        got, want = [], []
+        for dl in (0.1, 0.5, 1.0, 2.0):
+            inner = np.abs(W @ H.T) / n  # (8, K)
+            feasible = cs[None, :] * norms[:, None] <= dl * (1 + 1e-12)  # (K, C)
+            exact_c = np.minimum(1.0, dl / norms)  # the largest feasible c, added to the grid
+            best_c = np.maximum(np.max(np.where(feasible, cs[None, :], 0.0), axis=1), exact_c)
+            got.append(sup_fn(W, dl))
+            want.append(np.max(inner * best_c[None, :], axis=1))
+        spec = [("star-hull sup = brute-force max over c h, ‖c h‖ <= δ", np.concatenate(got), np.concatenate(want))]
     est = [ls.local_gaussian_complexity(sup_fn, dl, n, n_mc=draws, rng=rng) for dl in deltas]
     ratio = np.array([m / dl for (m, _), dl in zip(est, deltas, strict=True)])
     se = np.array([e / dl for (_, e), dl in zip(est, deltas, strict=True)])
@@ -659,11 +909,11 @@ def _t19(rng, n_mc, control=False):
     lhs = ratio[1:]
     rhs = ratio[:-1]
     conf = lhs - z * np.sqrt(se[1:] ** 2 + se[:-1] ** 2)
-    return _compare("T19", "mc", lhs, rhs, lhs_conf=conf, tol=0.0, draws_per_delta=draws)
+    return _compare("T19", "mc", lhs, rhs, lhs_conf=conf, tol=0.0, draws_per_delta=draws, spec=spec)
 
 
 def _t20(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, want = [], [], []
     n = 100
     for r in (1, 5, 10, 20):
         for sigma in (0.5, 1.0):
@@ -673,26 +923,34 @@ def _t20(rng, n_mc, control=False):
                 # linear class of rank r: P(A(u)) = P(χ_r >= 2u√n/σ) exactly
                 lhs.append(float(stats.chi.logsf(2 * u * math.sqrt(n) / sigma, r)))
                 rhs.append(ls.bad_event_probability_bound(u, n, sigma, log=True))
-    return _compare("T20", "exact", lhs, rhs, log=True)
+                want.append(-n * u * u / (2.0 * sigma**2))
+    spec = None if control else [("log bound = −n u²/(2σ²)", rhs, want)]
+    return _compare("T20", "exact", lhs, rhs, log=True, spec=spec)
 
 
 def _t21(rng, n_mc, control=False):
-    lhs, rhs = [], []
+    lhs, rhs, got, want = [], [], [], []
     sigma = 1.0
     for X, r in _designs(rng):
         n = X.shape[0]
         dstar = ls.linear_critical_radius(X, sigma)  # exact δ* = 2σ E χ_r/√n
+        got.append(dstar)
+        want.append(2.0 * sigma * _chi_mean(r) / math.sqrt(n))
         for mult in (1.0, 2.0, 4.0):
             bound = ls.master_error_bound(mult * dstar, dstar, n, sigma)
+            t = mult * dstar
+            got += [bound.radius_sq, bound.log_failure]
+            want += [16.0 * t * dstar, -n * t * dstar / (2.0 * sigma**2)]
             radius = bound.radius_sq / 16 if control else bound.radius_sq  # control: factor 1 instead of 16
             # ‖f̂ − f*‖_n² = σ² χ²_r / n exactly for least squares on a rank-r linear class
             lhs.append(float(stats.chi2.logsf(radius * n / sigma**2, r)))
             rhs.append(bound.log_failure)
-    return _compare("T21", "exact", lhs, rhs, log=True)
+    spec = None if control else [("δ* = 2σ E χ_r/√n; radius 16tδ*; log failure −ntδ*/(2σ²)", got, want, 1e-9)]
+    return _compare("T21", "exact", lhs, rhs, log=True, spec=spec)
 
 
 def _t22(rng, n_mc, control=False):
-    lhs, rhs, slack = [], [], []
+    lhs, rhs, slack, got, want = [], [], [], [], []
     sigma = 1.0
     for n, d in ((50, 1), (200, 10), (500, 50)):
         if control:  # C1 = C2 = 1: P(‖Δ‖² <= σ² d/n) >= 1 − e^{−d}
@@ -704,13 +962,17 @@ def _t22(rng, n_mc, control=False):
             lhs.append(float(stats.chi2.logsf(bound.radius_sq * n / sigma**2, d)))
             rhs.append(bound.log_failure)
             slack.append(bound.radius_sq / (sigma**2 * d / n))
+            ds_ref = 192.0 * _SQRT2 * sigma * math.sqrt(d / n)  # `linear_δ_star`
+            got += [dstar, bound.radius_sq, bound.log_failure]
+            want += [ds_ref, 16.0 * ds_ref**2, -n * ds_ref**2 / (2.0 * sigma**2)]
     return _compare("T22", "exact", lhs, rhs, log=True,
+                    spec=[("δ* = 192√2 σ √(d/n); radius 16δ*²; log failure −nδ*²/(2σ²)", got, want)] if got else None,
                     tightness=min(slack) if slack else None, radius_over_mean_error=slack)
 
 
 def _t25(rng, n_mc, control=False):
     """``linear_minimax_rate_rank`` on rank-deficient designs (r < d, one with d > n)."""
-    lhs, rhs, slack, ranks = [], [], [], []
+    lhs, rhs, slack, ranks, got, want = [], [], [], [], [], []
     sigma = 1.0
     for n, d, r in ((100, 10, 3), (200, 30, 5), (60, 90, 12), (400, 40, 40)):
         X = rng.standard_normal((n, r)) @ rng.standard_normal((r, d))
@@ -724,7 +986,11 @@ def _t25(rng, n_mc, control=False):
             lhs.append(float(stats.chi2.logsf(bound.radius_sq * n / sigma**2, rank)))
             rhs.append(bound.log_failure)
             slack.append(bound.radius_sq / (sigma**2 * rank / n))
+            c = 192.0 * _SQRT2  # `linear_δ_star_rank` constant: C₁ = 16 c², C₂ = c²/2
+            got += [bound.radius_sq, bound.log_failure]
+            want += [16.0 * c * c * sigma**2 * rank / n, -c * c / 2.0 * rank]
     return _compare("T25", "exact", lhs, rhs, log=True, tightness=min(slack) if slack else None,
+                    spec=[("radius C₁σ²r/n, log failure −C₂r", got, want)] if got else None,
                     ranks=ranks, radius_over_mean_error=slack)
 
 
@@ -889,9 +1155,11 @@ _SPECS = [
           "linear classes of rank r ∈ {1,3,5,10,12,30} (rank-deficient and d > n included): "
           "‖f̂ − f*‖_n² = σ² χ²_r / n exactly; exact δ* = 2σ E χ_r/√n; t ∈ {1,2,4}·δ*",
           "factor 1 instead of 16", _t21,
-          detects="a radius factor of 1 instead of 16 in master_error_bound (see the tests)",
-          cannot_detect=f"{_LARGE}; even a doubled exponent in the failure probability (the exact failure "
-                        "probabilities are ≥ 1e9 times below the stated ones)",
+          detects="a radius factor of 1 instead of 16 in master_error_bound (see the tests); through the spec "
+                  "leg, any transcription error of 16tδ*, exp(−ntδ*/2σ²) or δ* = 2σ E χ_r/√n",
+          cannot_detect=f"{_LARGE}; by the inequality alone, even a doubled exponent in the failure probability "
+                        "(the exact failure probabilities are ≥ 1e9 times below the stated ones; the spec leg "
+                        "catches it)",
           terms=("16 * t * δ_star", "1 - exp (-n * t * δ_star / (2 * M.σ^2))")),
     _spec("T22", "linear_minimax_rate_explicit", "SLT/LeastSquares/LinearRegression/MinimaxRate.lean",
           "Wainwright Ex. 13.8", "P(‖f̂ − f*‖_n² <= C1 σ² d/n) >= 1 − exp(−C2 d), C1 = 1,179,648, C2 = 36,864",

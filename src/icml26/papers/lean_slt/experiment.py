@@ -40,6 +40,7 @@ from icml26.harness import (
     Decision,
     ExperimentConfig,
     SeedOutput,
+    SubstrateCheck,
     all_of,
     paired_improvement,
     per_regime,
@@ -56,6 +57,7 @@ from .least_squares import (
     linear_minimax_rank_bound,
     master_error_bound,
 )
+from .mutation import MUTANTS, mutation_score
 
 EXPONENT_LIMIT = 0.25
 """The sparse rule rejects growth like d^a for a >= 0.25 (issue 21: √log d vs d^a must be separable)."""
@@ -66,6 +68,10 @@ of the bound, in the units of ``CheckResult.max_excess`` (relative to max(1, |bo
 for probability rows). E.g. a constant off by 5 % (12√2 → 16.1)."""
 LS_TOLERANCE = 0.05
 """least_squares: |mean error ÷ (σ² r/n) − 1| must stay below this (≈ 5 MC s.e. at 5000 draws)."""
+
+MUTATION_MIN = 0.8
+"""Gate (issue 47): the rows must catch at least 80 % of the library mutants (``mutation.MUTANTS``,
+(row, mutant) pairs) for the catalogue's verdict to say anything about transcription errors."""
 
 _VIOLATION_SOURCE = ("smallest that matters: a violation of 5 % of the bound (relative excess; log-ratio "
                      "for probabilities), our choice")
@@ -80,6 +86,7 @@ class Config(ExperimentConfig):
     ``n_mc`` is the Monte Carlo budget of the MC catalogue rows."""
 
     n_mc: int = 100000
+    mutation_n_mc: int = 2000  # MC budget of the rows re-run under each library mutant
     ls_n: int = 200
     ls_d: int = 10
     ls_rank: int = 5
@@ -91,7 +98,7 @@ class Config(ExperimentConfig):
     sparse_folds: int = 5
     sparse_grid: int = 12
 
-    BOUNDS = {"n_mc": (100, None), "ls_n": (2, None), "ls_d": (1, None), "ls_rank": (1, None),
+    BOUNDS = {"n_mc": (100, None), "mutation_n_mc": (100, None), "ls_n": (2, None), "ls_d": (1, None), "ls_rank": (1, None),
               "ls_reps": (10, None), "sparse_n": (10, None), "sparse_ds": (1, None), "sparse_s": (1, None),
               "sparse_folds": (2, 20), "sparse_grid": (3, 100)}
 
@@ -108,7 +115,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def smoke(cls):
-        return cls(seeds=(0,), n_mc=4000, ls_reps=400, sparse_ds=(100, 400, 1600), sparse_folds=3,
+        return cls(seeds=(0,), n_mc=4000, mutation_n_mc=400, ls_reps=400, sparse_ds=(100, 400, 1600), sparse_folds=3,
                    sparse_grid=6)
 
     @classmethod
@@ -293,10 +300,18 @@ def run(config: Config, seed: int) -> SeedOutput:
             metrics[arm] = {"rows_violated": float(sum(r.violated for r in rows)), "rows": float(len(rows)),
                             "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6)),
                             "worst_resolution": float(min(max(res), 1e6))}
+        # issue 47: the library mutants, each against the rows that call the mutated function
+        ms = mutation_score(np.random.default_rng(10_000 + seed), config.mutation_n_mc)
+        for key, row in ms["rows"].items():
+            metrics[_arm(key)].update({"mutants_caught": float(row["caught"]), "mutants_total": float(row["total"]),
+                                       "mutants_caught_by_inequality": float(row["caught_by_inequality"])})
+        metrics[CAT_FORMAL].update({"mutation_score": ms["score"], "mutants_caught": float(ms["caught"]),
+                                    "mutants_total": float(ms["total"]),
+                                    "mutation_score_inequality_only": ms["score_inequality_only"]})
         _dudley(metrics)
         _least_squares(config, rng, metrics)
         _sparse(config, rng, metrics, tuning)
-    return SeedOutput(metrics=metrics, extras={"catalogue": table}, tuning=tuning)
+    return SeedOutput(metrics=metrics, extras={"catalogue": table, "mutation": ms}, tuning=tuning)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,7 +335,7 @@ def _row_rule(arm: str, can_fail: bool = True):
         if bad == 0:
             how = ("cannot be made to fail" if not can_fail else "exact" if exact_row else f"MC, resolves {mde:.2g}")
             ours = (f"numerically consistent on {inst} instances × {len(v['violated'])} seeds ({how}), "
-                    f"bound/truth {10 ** min(v['log10_tightness']):.4g}")
+                    f"bound/truth {10 ** min(v['log10_tightness']):.4g}{_mutants_text(v)}")
             return Decision(REPRODUCED, ours, {"violations": v["violated"], "max_excess": v["max_excess"],
                                                "log10_tightness": v["log10_tightness"],
                                                "resolution": v["resolution"]}, **det)
@@ -328,6 +343,15 @@ def _row_rule(arm: str, can_fail: bool = True):
                         {"violations": v["violated"], "max_excess": v["max_excess"],
                          "resolution": v["resolution"]}, **det)
     return rule
+
+
+def _mutants_text(v) -> str:
+    """``; library mutants caught k/n (inequality alone j/n)``, the minimum over seeds."""
+    if "mutants_total" not in v:
+        return ""
+    tot = int(v["mutants_total"][0])
+    return (f"; library mutants caught {int(min(v['mutants_caught']))}/{tot} (by the inequality alone "
+            f"{int(min(v['mutants_caught_by_inequality']))}/{tot})")
 
 
 def _catalogue_rule(arm: str):
@@ -338,9 +362,16 @@ def _catalogue_rule(arm: str):
         verdict = REPRODUCED if bad == 0 else NOT_REPRODUCED
         # the catalogue resolves what its worst-resolved row that can fail resolves (exact rows: 0)
         mde = float(max(v["worst_resolution"]))
-        return Decision(verdict, f"{rows - int(bad)}/{rows} rows numerically consistent in every seed",
-                        {"rows_violated": v["rows_violated"], "worst_excess": v["worst_excess"],
-                         "worst_resolution": v["worst_resolution"]},
+        text = f"{rows - int(bad)}/{rows} rows numerically consistent in every seed"
+        evidence = {"rows_violated": v["rows_violated"], "worst_excess": v["worst_excess"],
+                    "worst_resolution": v["worst_resolution"]}
+        if "mutation_score" in v:
+            text += (f"; library mutants caught {int(min(v['mutants_caught']))}/{int(v['mutants_total'][0])} "
+                     f"(row, mutant) pairs, score {min(v['mutation_score']):.3f} (the inequalities alone: "
+                     f"{min(v['mutation_score_inequality_only']):.3f})")
+            evidence |= {"mutation_score": v["mutation_score"],
+                         "mutation_score_inequality_only": v["mutation_score_inequality_only"]}
+        return Decision(verdict, text, evidence,
                         mde=mde, n=len(v["rows_violated"]), uses_se=False)
     return rule
 
@@ -445,6 +476,13 @@ def _sqrt_log_exponent(ds) -> float:
 SPARSE_EFFECT = EXPONENT_LIMIT - _sqrt_log_exponent(Config.sparse_ds)
 """sparse_l1: the exponent gap between √log(2d) growth over the quick/default d grid and d^0.25."""
 
+SUBSTRATE = (
+    SubstrateCheck("rows_see_transcription_errors",
+                   f"share of (row, library mutant) pairs caught by the rows ({len(MUTANTS)} mutants of "
+                   "mutation.MUTANTS, each run against the rows that call the mutated function)",
+                   arm=CAT_FORMAL, metric="mutation_score", low=MUTATION_MIN),
+)
+
 _HEADLINE = (
     Claim(
         id="catalogue",
@@ -461,6 +499,7 @@ _HEADLINE = (
         effect=VIOLATION_EFFECT,
         effect_source=_VIOLATION_SOURCE + "; mde: the worst-resolved row's",
         kind="theorem_check",
+        gates=("rows_see_transcription_errors",),
     ),
     Claim(
         id="dudley_slack",
@@ -530,7 +569,10 @@ def _theorem_claim(key: str) -> Claim:
     return Claim(
         id=f"{key}_{spec.lean_name}",
         statement=f"{spec.statement} [{spec.hypotheses}] — numerically consistent on the instances, "
-                  f"or not. Detects: {spec.detects}. Cannot detect: {spec.cannot_detect}.{fail_note}",
+                  f"or not. Detects: {spec.detects}. Cannot detect: {spec.cannot_detect}.{fail_note} "
+                  "Spec legs (issue 47): the library's bound (and exactly known sides) must equal the "
+                  "statement's formula evaluated independently at the instances, so a transcription error "
+                  "hidden by the slack shows; the row's library-mutant score is in its result.",
         paper_value=f"formal ({spec.lean_file}; {spec.source})",
         metric="violations of the inequality; tightness = bound ÷ truth",
         scale=f"numerical ({spec.kind}): {spec.instances}",
