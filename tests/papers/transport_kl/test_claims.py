@@ -14,8 +14,16 @@ CLAIM_IDS = {"divergence_finite", "feedback", "double_integrator_performance", "
 
 
 def _not_powerless(claim):
-    """No control is another arm under another name; a control that passes must explain the claim."""
+    """No control is another arm under another name; a control that passes must explain the claim.
+
+    One documented exception (issue 47): on the single-input cart-pole every penalty is one scalar
+    weight, so on the natural-scale grid lqr, KL and WKL are the same controller at every grid point;
+    the harness marks that control POWERLESS and the claim cannot be reproduced (WKL = KL exactly)."""
     nc = claim["negative_control"]
+    if claim["id"] == "cartpole_performance" and "identical_to" in nc:
+        assert claim["verdict_raw"] == "not reproduced"
+        assert all("exactly" in r["ours"] for r in claim["regimes"])
+        return
     assert "identical_to" not in nc, claim["id"]
     assert not nc["powerless"] or claim.get("explained_by") == nc["arm"], claim["id"]
 
