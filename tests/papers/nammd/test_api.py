@@ -65,7 +65,8 @@ def test_variances_follow_definitions():
     np.fill_diagonal(A, 0)
     assert s.var_mmd == pytest.approx(h1(H))
     assert s.var_delta == pytest.approx(h1(A) / s.denominator**2)
-    # official variance: m * unbiased Var(MMD^2_u) (zeta_1 and zeta_2 by distinct-index loops) / v^2
+    # "unbiased-ours" variance: m * unbiased Var(MMD^2_u) (zeta_1, zeta_2 by distinct-index loops) / v^2
+    # (not the official estimator: that one is tested in test_issue47.py)
     import itertools
 
     Hd = H.copy()
@@ -80,8 +81,9 @@ def test_variances_follow_definitions():
 
 
 def test_official_variance_tracks_the_sampling_variance_of_nammd():
-    """The 'paper' (official) variance estimates the spread of sqrt(m) NAMMD_hat at small NAMMD,
-    and underestimates it at NAMMD = 0.5, where the delta method stays calibrated (README)."""
+    """The 'unbiased-ours' variance (sigma_MMD / v, like the official one) estimates the spread of
+    sqrt(m) NAMMD_hat at small NAMMD, and underestimates it at NAMMD = 0.5, where the delta method stays
+    calibrated (README)."""
     from icml26.papers.nammd.data import boundary_shift
 
     rng = np.random.default_rng(31)
@@ -340,9 +342,13 @@ def test_learn_bandwidth_torch_objective_matches_numpy_and_improves():
     for bad in ({"steps": 0}, {"steps": 2.5}, {"steps": True}, {"lr": 0.0}, {"lr": float("nan")}):
         with pytest.raises(ValueError):
             learn_bandwidth(X, Y, **bad)
-    # the 'paper' objective uses the official (unbiased) variance
-    jp = float(_torch_objective(D, 80, torch.tensor(np.log(h), dtype=torch.float64), "nammd", 0.0, "paper"))
-    assert jp == pytest.approx(st_.nammd / np.sqrt(st_.var_paper), rel=1e-9)
+    # 'official' (alias 'paper') uses the official code's variance, 'unbiased-ours' ours (issue 47)
+    lh = torch.tensor(np.log(h), dtype=torch.float64)
+    for name in ("official", "paper"):
+        jp = float(_torch_objective(D, 80, lh, "nammd", 0.0, name))
+        assert jp == pytest.approx(st_.nammd / np.sqrt(st_.var_official), rel=1e-9)
+    ju = float(_torch_objective(D, 80, lh, "nammd", 0.0, "unbiased-ours"))
+    assert ju == pytest.approx(st_.nammd / np.sqrt(st_.var_paper), rel=1e-9)
 
 
 def test_power_proxy_is_the_studentized_statistic_and_select_uses_official_grid():

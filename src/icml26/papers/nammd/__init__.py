@@ -4,7 +4,8 @@ Zhou, Peng, Tian, (Gong,) Liu. "A Kernel Distribution Closeness Testing" (v1) / 
 Close Enough With Statistical Significance? A Kernel Distributional Closeness Testing Approach" (v3).
 Official code: https://github.com/zhijianzhouml/NAMMD. Its files were read through the public code
 index (the repository itself could not be fetched): its closeness-test variance (``utils.py``,
-``_asymptotic_values``) is the ``"paper"`` variance option here, its per-statistic bandwidth
+``_asymptotic_values``) is the ``"official"`` variance option here (alias ``"paper"``; implemented
+exactly, :func:`~icml26.papers.nammd.statistic.official_mmd_variance`), its per-statistic bandwidth
 selection (``kernel_selection.py``) is :func:`select_bandwidth`.
 """
 

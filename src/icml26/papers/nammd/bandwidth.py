@@ -26,7 +26,7 @@ from icml26.core.stats import (
 )
 
 from .closeness import equalize_sizes
-from .statistic import nammd_from_gram
+from .statistic import VARIANCES, nammd_from_gram, official_mmd_variance
 
 __all__ = ["DEFAULT_MULTIPLIERS", "learn_bandwidth", "power_proxy", "select_bandwidth"]
 
@@ -37,15 +37,29 @@ DEFAULT_MULTIPLIERS = tuple(float(c) for c in np.logspace(-1.0, 1.0, 25))
 def _check_choice(statistic: str, variance: str) -> None:
     if statistic not in ("nammd", "mmd"):
         raise ValueError(f"statistic must be 'nammd' or 'mmd', got {statistic!r}")
-    if variance not in ("delta", "paper"):
-        raise ValueError(f"variance must be 'delta' or 'paper', got {variance!r}")
+    if variance not in VARIANCES:
+        raise ValueError(f"variance must be one of {VARIANCES}, got {variance!r}")
+
+
+def _check_eps(statistic: str, epsilon) -> float:
+    """Tolerance of the test the kernel is for: a finite number in [0, max D) (NAMMD <= 1; MMD^2 <= 2
+    for the Gaussian kernel, K = 1; 0 = two-sample testing; max D or more is vacuous)."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
+    top = 1.0 if statistic == "nammd" else 2.0
+    if not (np.isfinite(epsilon) and 0.0 <= float(epsilon) < top):
+        raise ValueError(f"epsilon must lie in [0, {top:g}) for statistic {statistic!r} (the largest value it "
+                         f"can take with the Gaussian kernel), got {epsilon}")
+    return float(epsilon)
 
 
 def _proxy_from_stats(st, statistic: str, epsilon: float, variance: str) -> float:
     if statistic == "mmd":
         value, var = st.mmd2, st.var_mmd
     else:
-        value, var = st.nammd, (st.var_delta if variance == "delta" else st.var_paper)
+        value = st.nammd
+        var = {"delta": st.var_delta, "official": st.var_official, "paper": st.var_official,
+               "unbiased-ours": st.var_paper}[variance]
     return float(np.sqrt(st.m) * (value - epsilon) / np.sqrt(max(var, 1e-12)))
 
 
@@ -63,10 +77,11 @@ def power_proxy(X_train, Y_train, bandwidth: float, statistic: str = "nammd", ep
     statistic : {"nammd", "mmd"}
     epsilon : float
         Tolerance of the closeness test the kernel is for (0 for two-sample testing).
-    variance : {"delta", "paper"}
+    variance : {"delta", "official", "unbiased-ours", "paper"}
         NAMMD's variance (ignored for MMD, which uses the H1 variance).
     """
     _check_choice(statistic, variance)
+    epsilon = _check_eps(statistic, epsilon)
     X, Y = as_sample_pair(X_train, Y_train)
     if X.shape[0] != Y.shape[0]:
         raise ValueError(f"power_proxy needs equal-size training samples, got {X.shape[0]} and {Y.shape[0]}")
@@ -91,13 +106,14 @@ def select_bandwidth(X_train, Y_train, statistic: str = "nammd", epsilon: float 
         Tolerance of the closeness test the kernel is for (0 for two-sample testing).
     multipliers : sequence of float
         Candidate bandwidths ``c * h_median`` (default: the official 25-point grid 0.1 .. 10).
-    variance : {"delta", "paper"}
+    variance : {"delta", "official", "unbiased-ours", "paper"}
 
     Returns
     -------
     GaussianKernel with the selected fixed bandwidth.
     """
     _check_choice(statistic, variance)
+    epsilon = _check_eps(statistic, epsilon)
     mults = np.asarray(multipliers, dtype=float)
     if mults.ndim != 1 or mults.size == 0 or not np.all(mults > 0):
         raise ValueError("multipliers must be a non-empty sequence of positive floats")
@@ -144,7 +160,9 @@ def _torch_objective(D, m: int, log_h, statistic: str, epsilon: float, variance:
 
     if statistic == "mmd":
         value, var = mmd2, h1(H)
-    elif variance == "paper":
+    elif variance in ("official", "paper"):
+        value, var = r, m * official_mmd_variance(Kxx, Kyy, Kxy, off) / v**2
+    elif variance == "unbiased-ours":
         value, var = r, u_var(H) / v**2
     else:
         value, var = r, h1((H - r * G) * off) / v**2
@@ -168,7 +186,7 @@ def learn_bandwidth(X_train, Y_train, epsilon: float = 0.0, statistic: str = "na
     statistic : {"nammd", "mmd"}
     steps : int
     lr : float
-    variance : {"delta", "paper"}
+    variance : {"delta", "official", "unbiased-ours", "paper"}
     seed : int
         Seed of the subsampling when sizes differ.
 
@@ -179,6 +197,7 @@ def learn_bandwidth(X_train, Y_train, epsilon: float = 0.0, statistic: str = "na
     import torch
 
     _check_choice(statistic, variance)
+    epsilon = _check_eps(statistic, epsilon)
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     steps = int(steps)

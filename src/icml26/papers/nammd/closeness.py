@@ -29,16 +29,19 @@ from .statistic import NAMMDStats, kernel_diagonal, nammd_from_gram, nammd_varia
 __all__ = [
     "ClosenessTestResult",
     "equalize_sizes",
+    "max_mmd2",
     "mmd_closeness_test",
     "nammd_closeness_test",
     "reference_epsilon",
 ]
 
 DEFAULT_VARIANCE = "delta"
-"""Default variance of the NAMMD-DCT. Not fixed by the paper (both readings are possible from the
-material we could read); chosen by the boundary-size check described in the README: on a *development*
-Gaussian pair (seeds 1000+, not the claim seeds) the delta-method variance held the size at the null
-boundary, the ``"paper"`` variance (sigma_MMD / v) is kept as an option and reported side by side."""
+"""Default variance of the NAMMD-DCT. The official code uses ``"official"`` (implemented exactly,
+:func:`~icml26.papers.nammd.statistic.official_mmd_variance`); we keep the delta method as the default
+because it is the only estimator here that accounts for the fluctuation of the denominator ``v_hat``
+and, on a *development* Gaussian pair (seeds 1000+, not the claim seeds), it held the size at the null
+boundary (README). ``"official"`` and ``"unbiased-ours"`` are options, and the official one is reported
+side by side in the reproduction."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ class ClosenessTestResult(ScipyLikeResult):
     method : str
         ``"NAMMD-DCT"`` or ``"MMD-DCT"``.
     variance : str
-        ``"paper"``, ``"delta"`` (NAMMD) or ``"h1"`` (MMD).
+        ``"delta"``, ``"official"``, ``"unbiased-ours"`` (NAMMD; ``"paper"`` = ``"official"``) or
+        ``"h1"``, ``"official"``, ``"unbiased-ours"`` (MMD).
     """
 
     statistic: float
@@ -78,18 +82,37 @@ class ClosenessTestResult(ScipyLikeResult):
     variance: str
 
 
-def _check_epsilon(epsilon, *, upper: float | None) -> float:
+def _check_epsilon(epsilon, *, upper: float | None = None, what: str = "NAMMD") -> float:
+    """``epsilon`` as a float in ``(0, upper)``; TypeError / ValueError with what was wrong.
+
+    ``upper`` is the largest value the statistic can take (NAMMD: 1; MMD^2: 2K for a kernel with
+    ``0 <= k <= K``, :func:`max_mmd2`, checked once K is known): a tolerance at or above it makes the null
+    hypothesis ``D(P, Q) <= epsilon`` true for every pair, so the test could never reject (vacuous).
+    """
     if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real):
         raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
     epsilon = float(epsilon)
-    if not math.isfinite(epsilon) or epsilon < 0 or (upper is not None and epsilon >= upper):
-        rng = "(0, 1)" if upper == 1.0 else "(0, inf)"
-        raise ValueError(f"epsilon must lie in {rng}, got {epsilon}")
+    if not math.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon must be a finite number in (0, max {what}], got {epsilon}")
     if epsilon == 0.0:
         raise ValueError("epsilon = 0 makes the closeness test degenerate (at P = Q the statistic is a "
                          "degenerate U-statistic and its normal approximation is invalid): test H0: P = Q "
                          "with nammd_two_sample_test / mmd_two_sample_test instead")
+    if upper is not None and epsilon >= upper:
+        raise ValueError(f"epsilon must lie in (0, {upper:g}) ({upper:g} is the largest {what} possible), got "
+                         f"{epsilon}: the null D <= epsilon would hold for every pair, so the test could never "
+                         "reject")
     return epsilon
+
+
+def max_mmd2(K: float) -> float:
+    """The largest ``MMD^2`` a kernel with ``0 <= k <= K`` and ``k(x, x) = K`` can give: ``2K``.
+
+    ``MMD^2 = E k(x,x') + E k(y,y') - 2 E k(x,y) <= K + K - 0`` (each mean embedding has
+    ``||mu||^2 <= K`` and the cross term is >= 0); attained by two Dirac masses infinitely far apart.
+    The Gaussian kernel (K = 1) gives 2.
+    """
+    return 2.0 * float(K)
 
 
 def equalize_sizes(X: np.ndarray, Y: np.ndarray, random_state=0, *,
@@ -112,7 +135,7 @@ def equalize_sizes(X: np.ndarray, Y: np.ndarray, random_state=0, *,
     return X, Y
 
 
-def _prepare(X, Y, kernel, random_state) -> tuple[NAMMDStats, int]:
+def _prepare(X, Y, kernel, random_state) -> tuple[NAMMDStats, int, float]:
     X, Y = as_sample_pair(X, Y)
     X, Y = equalize_sizes(X, Y, random_state, warn=True)
     m = X.shape[0]
@@ -123,7 +146,10 @@ def _prepare(X, Y, kernel, random_state) -> tuple[NAMMDStats, int]:
                       RuntimeWarning, stacklevel=3)
     Kzz, kernel = pooled_gram(X, Y, kernel)
     K = kernel_diagonal(kernel, Kzz)
-    return nammd_from_gram(*gram_blocks(Kzz, m), K=K), m
+    if float(np.min(Kzz)) < -1e-12 * K:
+        raise ValueError("the closeness tests need a kernel with 0 <= k <= K (NAMMD's definition); the Gram "
+                         f"matrix has an entry {float(np.min(Kzz)):.3g} < 0")
+    return nammd_from_gram(*gram_blocks(Kzz, m), K=K), m, K
 
 
 def z_test(statistic: float, epsilon: float, var: float, m: int, alpha: float) -> tuple[float, float, float, bool]:
@@ -149,7 +175,7 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
         Sample from Q. If ``n_x != n_y`` the larger one is subsampled to ``min(n_x, n_y)`` (the
         paired estimator needs equal sizes) and a ``UserWarning`` says so.
     epsilon : float in (0, 1)
-        Tolerance on the NAMMD scale (absolute); 0 is refused (degenerate: use
+        Tolerance on the NAMMD scale (absolute; NAMMD <= 1, so 1 or more is refused: vacuous); 0 is refused (degenerate: use
         :func:`~icml26.papers.nammd.two_sample.nammd_two_sample_test`). Use :func:`reference_epsilon` to obtain it from a
         reference pair "as far apart as is acceptable" measured with the *same kernel*.
     alpha : float in (0, 1)
@@ -158,9 +184,10 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
         ``k(A, B) -> Gram`` with constant diagonal; ``None``: Gaussian kernel with the
         median-heuristic bandwidth of the pooled sample (paper default family). Pass a fitted
         kernel when epsilon came from a reference pair, so both live on the same scale.
-    variance : {"delta", "paper"}
-        Variance estimator (see :func:`~icml26.papers.nammd.statistic.nammd_variance`); the
-        default is chosen by the boundary-size check (README).
+    variance : {"delta", "official", "unbiased-ours", "paper"}
+        Variance estimator (see :func:`~icml26.papers.nammd.statistic.nammd_variance`):
+        ``"official"`` (alias ``"paper"``) is the official code's, exactly; the default ``"delta"``
+        is ours (it accounts for the denominator's fluctuation; see ``DEFAULT_VARIANCE``).
     random_state : int
         Seed of the subsampling when sizes differ.
 
@@ -186,13 +213,14 @@ def nammd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
     """
     epsilon = _check_epsilon(epsilon, upper=1.0)
     alpha = check_probability(alpha, "alpha")
-    st, m = _prepare(X, Y, kernel, random_state)
+    st, m, _ = _prepare(X, Y, kernel, random_state)
     var = nammd_variance(st, variance)
     p, thr, std, rej = z_test(st.nammd, epsilon, var, m, alpha)
     return ClosenessTestResult(st.nammd, p, thr, std, rej, epsilon, alpha, m, "NAMMD-DCT", variance)
 
 
-MMD_VARIANCES = ("h1", "paper")
+MMD_VARIANCES = ("h1", "official", "unbiased-ours", "paper")
+"""``"paper"`` is an alias of ``"official"``."""
 
 
 def mmd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
@@ -200,18 +228,23 @@ def mmd_closeness_test(X, Y, epsilon: float, alpha: float = 0.05, kernel=None,
     """MMD-based distribution closeness test (the paper's baseline, same construction).
 
     Tests ``H0: MMD^2(P, Q) <= epsilon`` vs ``H1: MMD^2(P, Q) > epsilon`` with the paired
-    ``MMD^2_u``: reject iff ``MMD^2_u > epsilon + z_{1-alpha} sigma / sqrt(m)``. ``epsilon > 0`` is
-    on the MMD^2 scale. ``variance="h1"``: ``sigma^2 = 4 (V1 - V2^2)`` (Liu et al. 2020);
-    ``"paper"``: ``m * Var_hat(MMD^2_u)``, the unbiased finite-sample variance the official code's
-    MMD-DCT uses (pair it with the NAMMD test's ``"paper"`` variance). Other parameters as in
-    :func:`nammd_closeness_test`.
+    ``MMD^2_u``: reject iff ``MMD^2_u > epsilon + z_{1-alpha} sigma / sqrt(m)``. ``epsilon`` is on
+    the MMD^2 scale and must lie in ``(0, 2K)`` (:func:`max_mmd2`: ``(0, 2)`` for the Gaussian kernel);
+    2K or more is refused with a ``ValueError`` (the null would hold for every pair: vacuous). The kernel must
+    satisfy ``0 <= k <= K``. ``variance="h1"``: ``sigma^2 = 4 (V1 - V2^2)`` (Liu et al. 2020);
+    ``"official"`` (alias ``"paper"``): ``m * Var_off(MMD^2_u)``, the official code's MMD-DCT variance
+    exactly (:func:`~icml26.papers.nammd.statistic.official_mmd_variance`; pair it with the NAMMD
+    test's ``"official"``); ``"unbiased-ours"``: ``m`` times our exact unbiased ``Var_hat(MMD^2_u)``.
+    Other parameters as in :func:`nammd_closeness_test`.
     """
-    epsilon = _check_epsilon(epsilon, upper=None)
+    epsilon = _check_epsilon(epsilon, upper=None, what="MMD^2")
     alpha = check_probability(alpha, "alpha")
     if variance not in MMD_VARIANCES:
         raise ValueError(f"variance must be one of {MMD_VARIANCES}, got {variance!r}")
-    st, m = _prepare(X, Y, kernel, random_state)
-    var = st.var_mmd if variance == "h1" else st.var_mmd_paper
+    st, m, K = _prepare(X, Y, kernel, random_state)
+    _check_epsilon(epsilon, upper=max_mmd2(K), what="MMD^2 for this kernel (2K)")
+    var = {"h1": st.var_mmd, "official": st.var_mmd_official, "paper": st.var_mmd_official,
+           "unbiased-ours": st.var_mmd_paper}[variance]
     if not var > 1e-12:
         warnings.warn("MMD variance estimate is ~0; flooring it at 1e-12", RuntimeWarning, stacklevel=2)
         var = 1e-12
@@ -238,5 +271,5 @@ def reference_epsilon(X_ref, Y_ref, kernel, statistic: str = "nammd", random_sta
         raise ValueError("reference_epsilon needs the fitted kernel the tests will use")
     if statistic not in ("nammd", "mmd"):
         raise ValueError(f"statistic must be 'nammd' or 'mmd', got {statistic!r}")
-    st, _ = _prepare(X_ref, Y_ref, kernel, random_state)
+    st, _, _ = _prepare(X_ref, Y_ref, kernel, random_state)
     return max(0.0, st.nammd if statistic == "nammd" else st.mmd2)

@@ -34,7 +34,7 @@ class NAMMDDrift:
         Level of the test.
     kernel : callable or None
         Fixed kernel; ``None``: Gaussian, median heuristic on ``x_ref``.
-    variance : {"delta", "paper"}
+    variance : {"delta", "official", "unbiased-ours", "paper"}
     n_permutations : int
         Only for ``epsilon = 0``.
     random_state : int
@@ -61,7 +61,7 @@ class NAMMDDrift:
             raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
         self.epsilon = float(epsilon)
         if not (math.isfinite(self.epsilon) and 0.0 <= self.epsilon < 1.0):
-            raise ValueError(f"epsilon must lie in [0, 1), got {epsilon}")
+            raise ValueError(f"epsilon must lie in [0, 1) (NAMMD <= 1: 1 or more is vacuous), got {epsilon}")
         self.p_val = check_probability(p_val, "p_val")
         if kernel is not None and not callable(kernel):
             raise TypeError(f"kernel must be callable k(A, B) -> Gram matrix, got {type(kernel).__name__}")
