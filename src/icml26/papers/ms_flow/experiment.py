@@ -167,6 +167,18 @@ class Config(ExperimentConfig):
                    memory_steps=(8, 16, 32, 64, 128), memory_repeats=5)
 
 
+_ALL_SOLVER_ARMS = (*TUNED_ARMS, "ms_flow_fixed_mu", "ms_flow_untrained", "ms_flow_nosweep")
+METRICS = {
+    _ALL_SOLVER_ARMS: ("psnr|*", "ssim|*", "nfe|*", "data_resid|*", "objective|*", "seconds|*"),
+    tuple(a for a in _ALL_SOLVER_ARMS if a.startswith("ms_flow")):
+        ("stitch|*", "psnr_fresh|*", "fresh_gap|*"),
+    SWEEP_ARMS: ("psnr@*", "nfe@*", "objective@*"),
+    ("d_flow", "d_flow_adjoint", "ms_flow", "ms_flow_vjp"):
+        ("mem_slope", "mem_slope_ci", "mem_bytes_max_n", "iter_seconds_max_n", "time_ratio_vs_dflow",
+         "nfe_ratio_vs_dflow"),
+}
+"""What each arm writes (``icml26.harness.metrics``): ``|*`` per regime, ``@*`` per sweep budget."""
+
 PROTOCOL_KNOBS = {"nfe_budget": (800, 3200)}
 """Verdict stability (CLAIMS.md rule 9; issue 48: 4x the NFE for every arm flipped deblur): the full
 profile's budget and 4x it, every solver arm at the same budget (the 4x run costs about 4x the full

@@ -332,6 +332,16 @@ def run(config: Config, seed: int) -> SeedOutput:
 
 SIR_ARMS = ("sir_tfmpe", "sir_no_times", "sir_shuffled_times")
 
+METRICS = {
+    ("tfmpe_lf", "tfmpe_multi", "sbi_fmpe", "sbi_npe", "lf_shuffled"):
+        ("c2st_g@B*", "site_calls_ratio@B*", "multisite_calls@B*", "network_updates@B*"),
+    ("tfmpe_lf", "prior", "exact"):
+        ("ece_g@M*", "ece_l@M*", "sd_ratio_g@M*", "sd_ratio_l@M*", "mean_err_g@M*"),
+    (*SIR_ARMS, "sir_sbi_fmpe"): ("c2st_sir", "sir_site_calls_ratio"),
+}
+"""What each arm writes (``icml26.harness.metrics``): ``@B*`` per budget, ``@M*`` per number of
+sites."""
+
 
 def _run_sir(c: Config, seed: int, metrics: dict, extras: dict) -> None:
     """Function-valued observations: hierarchical SIR, ``sir_sites`` sites, ``sir_n_obs`` noisy
