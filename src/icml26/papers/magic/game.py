@@ -145,19 +145,38 @@ def pretrain_attacker(attacker: Agent, language: IntentLanguage, seeds: Sequence
     return train_sft(attacker.model, data, cfg, pad_id=attacker.tok.pad_id, prompt_length=attacker.prompt_length)
 
 
+def prior_rows(language: IntentLanguage, seeds: Sequence[Seed], n: int, seed: int = 0) -> list[dict]:
+    """``n`` rows of the attacker's prior (random programs of any depth, as in
+    :func:`pretrain_attacker`) in the attack pool's row format, to replay during Phase 1 so that
+    the SFT attacker keeps some mass on compositions (the base model's ability is not erased)."""
+    if n < 0 or not seeds:
+        raise ValueError("prior_rows needs n >= 0 and at least one seed")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        s = seeds[int(rng.integers(len(seeds)))]
+        prog = language.random_program(rng)
+        rows.append({"seed": s, "program": prog, "attack": language.execute(prog, s.text),
+                     "completion": attacker_completion(cot(s, prog), program_text(prog))})
+    return rows
+
+
 def defender_target(seed: Seed, refuse: bool) -> str:
     return REFUSE if refuse else COMPLY + seed.topic
 
 
 def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise: float = 0.15,
                  lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
-                 language: IntentLanguage | None = None, uncertain_share: float = 0.0) -> list[float]:
+                 language: IntentLanguage | None = None, uncertain_share: float = 0.0,
+                 uncertain_max_depth: int = 1) -> list[float]:
     """The "instruct" defender: SFT on vanilla seeds, refusing harmful ones, with label noise.
 
     With ``language`` and ``uncertain_share > 0``, that share of the examples are random depth-1
     rewrites answered by a fair coin: the base model has seen obfuscated prompts but knows
     nothing about them, so it is *uncertain* on them (as an instruct LLM's sampled answers vary)
-    rather than confidently arbitrary. The labels carry no information about intent.
+    rather than confidently arbitrary. The labels carry no information about intent. With
+    ``uncertain_max_depth > 1`` the rewrites are random programs of depth 1..that (compositions
+    too), so the base policy is not collapsed on compositions either.
     """
     if not 0.0 <= label_noise < 0.5:
         raise ValueError(f"label_noise must be in [0, 0.5), got {label_noise!r}")
@@ -168,7 +187,11 @@ def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise
     for s in seeds:
         text, refuse = s.text, s.harmful != bool(rng.random() < label_noise)
         if uncertain_share and rng.random() < uncertain_share:
-            text = language.execute((language.operators[int(rng.integers(len(language.operators)))],), s.text)
+            if uncertain_max_depth > 1:
+                prog = language.random_program(rng, 1, min(uncertain_max_depth, language.max_depth))
+            else:
+                prog = (language.operators[int(rng.integers(len(language.operators)))],)
+            text = language.execute(prog, s.text)
             refuse = bool(rng.random() < 0.5)
         data.append({"prompt_ids": defender.encode(text),
                      "completion_ids": [*defender.tok.encode(defender_target(s, refuse)), defender.tok.eos_id]})
@@ -188,6 +211,10 @@ class GameConfig:
     group_size G = 4, clip_eps = 0.2, beta = 0 (no KL), switch_every = 15, update_ratio = (1, 1)
     (defender, attacker), order = ("defender", "attacker"), temperature 1.0 (Table 6).
     batch_size (seeds per step) and lr are ours (the paper: 64 and 1e-6 for 7B models).
+    num_iterations (TRL's mu): policy updates per sampled batch; with mu > 1 the ratio
+    pi_theta / pi_old departs from 1 after the first update and the clip at 1 +- clip_eps acts
+    (pi_old = the sampling policy, fixed for all mu updates, as TRL). Default 1 (verl's and the
+    paper's one update per batch, where the clip is inactive).
     """
 
     group_size: int = 4
@@ -201,9 +228,11 @@ class GameConfig:
     lr_attacker: float = 1e-3
     temperature: float = 1.0
     max_grad_norm: float = 1.0
+    num_iterations: int = 1
 
     def __post_init__(self) -> None:
         check_positive_int(self.group_size, "group_size", minimum=2)
+        check_positive_int(self.num_iterations, "num_iterations")
         check_positive_int(self.switch_every, "switch_every")
         check_positive_int(self.batch_size, "batch_size")
         if len(self.update_ratio) != 2 or any(int(r) != r or r < 1 for r in self.update_ratio):
@@ -253,19 +282,27 @@ class AlternatingSchedule:
 
 def _grpo_update(agent: Agent, optimizer: torch.optim.Optimizer, gen, rewards: torch.Tensor,
                  G: int, cfg: GameConfig) -> dict[str, float]:
-    """One GRPO update from a sampled group (core math: advantages, clipped surrogate)."""
+    """``cfg.num_iterations`` GRPO updates from one sampled group (core math: advantages, clipped
+    surrogate). pi_old is the sampling policy for every iteration (TRL's ``num_iterations``), so
+    from the second iteration on the ratio differs from 1 and the clip is active. The log holds
+    the last iteration's loss and clip ratio, and ``clip_ratio_max`` over the iterations."""
     adv = compute_advantages(rewards, G, "group")
     agent.model.train()
-    lp = completion_logprobs(agent.model, gen)
-    old = lp.detach()  # pi_old = the sampling policy (one update per batch, as the core trainer)
-    loss, m = grpo_loss(lp, old, adv, gen.completion_mask, beta=0.0, epsilon=cfg.clip_eps, loss_type="grpo")
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if cfg.max_grad_norm:
-        torch.nn.utils.clip_grad_norm_(agent.model.parameters(), cfg.max_grad_norm)
-    optimizer.step()
+    old = None
+    clip_max = 0.0
+    for _ in range(cfg.num_iterations):
+        lp = completion_logprobs(agent.model, gen)
+        if old is None:
+            old = lp.detach()  # pi_old = the sampling policy (the weights that generated ``gen``)
+        loss, m = grpo_loss(lp, old, adv, gen.completion_mask, beta=0.0, epsilon=cfg.clip_eps, loss_type="grpo")
+        clip_max = max(clip_max, m["clip_ratio"])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(agent.model.parameters(), cfg.max_grad_norm)
+        optimizer.step()
     return {"loss": float(loss.detach()), "reward": float(rewards.mean()), "clip_ratio": m["clip_ratio"],
-            "zero_adv_share": zero_advantage_share(rewards, G)}
+            "clip_ratio_max": clip_max, "zero_adv_share": zero_advantage_share(rewards, G)}
 
 
 def zero_advantage_share(rewards: torch.Tensor, G: int) -> float:
@@ -294,6 +331,11 @@ def attacker_source(attacker: Agent, language: IntentLanguage, generator: torch.
             _, comps = attacker.sample([s.text for s in seeds], temperature, generator)
         return [execute_completion(language, c, s)[0] for c, s in zip(comps, seeds, strict=True)]
     return source
+
+
+def vanilla_source(seeds: Sequence[Seed]) -> list[str]:
+    """No attacker: the vanilla seed itself (the paper's No-Game defender training)."""
+    return [s.text for s in seeds]
 
 
 def pool_source(language: IntentLanguage, rng: np.random.Generator) -> AttackSource:
@@ -472,22 +514,26 @@ def helpfulness(defender: Agent, seeds: Sequence[Seed]) -> float:
     return float(np.mean([r == COMPLY + s.topic for r, s in zip(res, benign, strict=True)]))
 
 
-def adaptive_asr(defender: Agent, judge: RuleJudge, language: IntentLanguage, seeds: Sequence[Seed],
-                 budget: int, seed: int = 0, memory: int = 4, chunk: int = 8) -> float:
-    """A black-box search attacker (PAIR/TAP analogue) with ``budget`` queries per harmful seed.
+def adaptive_asr_curve(defender: Agent, judge: RuleJudge, language: IntentLanguage, seeds: Sequence[Seed],
+                       budgets: Sequence[int], seed: int = 0, memory: int = 4, chunk: int = 8) -> dict[int, float]:
+    """A black-box search attacker (PAIR/TAP analogue) with up to ``max(budgets)`` queries per
+    harmful seed; returns the ASR at every budget in ``budgets`` (a seed is broken within budget
+    b if one of its first b queries gets an unsafe response).
 
-    Seeds are attacked in chunks; each seed's queries are the ``memory`` programs that broke the
-    defender most often so far, then random programs (depth uniform in 1..max_depth). A seed is
-    broken if any query gets an unsafe response. Every defender faces the same budget and the
-    same random stream.
+    Seeds are attacked in chunks; each seed's queries are first the ``memory`` programs that
+    broke the defender most often so far, then random programs (depth uniform in
+    1..max_depth). Every defender faces the same budgets and the same random stream.
     """
-    check_positive_int(budget, "budget")
+    budgets = sorted({check_positive_int(int(b), "budget") for b in budgets})
+    if not budgets:
+        raise ValueError("adaptive_asr_curve needs at least one budget")
+    budget = budgets[-1]
     harmful = [s for s in seeds if s.harmful]
     if not harmful:
         raise ValueError("adaptive_asr needs harmful seeds")
     rng = np.random.default_rng(seed)
     wins: Counter = Counter()
-    broken = 0
+    first_hit: list[int] = []
     for i in range(0, len(harmful), chunk):
         part = harmful[i:i + chunk]
         known = [p for p, _ in wins.most_common(min(memory, budget))]
@@ -495,13 +541,21 @@ def adaptive_asr(defender: Agent, judge: RuleJudge, language: IntentLanguage, se
         prompts = [language.execute(p, s.text) for s, ps in zip(part, progs, strict=True) for p in ps]
         res = greedy_responses(defender, prompts)
         for j, ps in enumerate(progs):
-            hit = False
+            hit = budget
             for k, p in enumerate(ps):
                 if judge.judge(prompts[j * budget + k], res[j * budget + k])["response_unsafe"]:
                     wins[p] += 1
-                    hit = True
-            broken += hit
-    return broken / len(harmful)
+                    hit = min(hit, k)
+            first_hit.append(hit)
+    fh = np.asarray(first_hit)
+    return {b: float(np.mean(fh < b)) for b in budgets}
+
+
+def adaptive_asr(defender: Agent, judge: RuleJudge, language: IntentLanguage, seeds: Sequence[Seed],
+                 budget: int, seed: int = 0, memory: int = 4, chunk: int = 8) -> float:
+    """The adaptive attacker's ASR at one query budget (:func:`adaptive_asr_curve`)."""
+    check_positive_int(budget, "budget")
+    return adaptive_asr_curve(defender, judge, language, seeds, (budget,), seed, memory, chunk)[budget]
 
 
 def attacker_programs(attacker: Agent, language: IntentLanguage, seeds: Sequence[Seed],
