@@ -43,8 +43,8 @@ def test_a_perfect_posterior_fails_the_calibration_rule_at_most_5_percent():
     """Issue 48: at the quick sizes (100 sets x 50 draws, 3 seeds) the whole calibration rule
     (coverage of g and l, two-sided width) applied to a perfect posterior (truth and draws from
     the same law) fails at most ~5 % of the time; a 1.4x too wide posterior is caught."""
-    from icml26.papers.tfmpe.experiment import Config, _calibrated, expected_coverage_error
     from icml26.harness import REPRODUCED
+    from icml26.papers.tfmpe.experiment import Config, _calibrated, expected_coverage_error
 
     c = Config.quick()
     m, d = c.test_sites, c.dim
@@ -52,7 +52,7 @@ def test_a_perfect_posterior_fails_the_calibration_rule_at_most_5_percent():
 
     def arm(width):
         out = {}
-        for s in range(len(c.seeds)):
+        for _s in range(len(c.seeds)):
             mu = rng.normal(size=(c.n_sbc, d * (m + 1)))
             truth = mu + rng.normal(size=mu.shape)
             draws = mu[None] + width * rng.normal(size=(c.sbc_post, *mu.shape))
