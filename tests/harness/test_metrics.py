@@ -27,6 +27,13 @@ def test_declares_names_tuples_and_globs():
     assert not SCHEMA.arm_declared("greedy")
 
 
+def test_a_name_with_glob_characters_matches_itself_literally():
+    """lean_slt's arms are called "T01 small_ball_prob [mutated]": as a glob, "[mutated]" is a
+    character class that the name itself does not match."""
+    schema = MetricSchema.of({"T01 ball [mutated]": ("violated",), "T01 ball": ("violated",)})
+    assert schema.declares("T01 ball [mutated]", "violated")
+
+
 @pytest.mark.parametrize("bad", [{}, [("a", "b")], {"a": ()}, {"": ("m",)}, {"a": ("",)},
                                  {"a": (1,)}])
 def test_a_malformed_declaration_is_refused(bad):

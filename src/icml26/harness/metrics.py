@@ -41,6 +41,12 @@ class UndeclaredMetricError(KeyError):
         return str(self.args[0]) if self.args else "undeclared metric"
 
 
+def _match(name: str, pattern: str) -> bool:
+    """A name matches itself literally (an arm called ``"T01 [mutated]"`` is not a character
+    class) or the pattern as an ``fnmatch`` glob."""
+    return name == pattern or fnmatchcase(name, pattern)
+
+
 def _names(key: Any, what: str) -> tuple[str, ...]:
     items = (key,) if isinstance(key, str) else tuple(key)
     if not items or not all(isinstance(s, str) and s for s in items):
@@ -62,15 +68,15 @@ class MetricSchema:
                          for arm, names in decl.items()))
 
     def arm_declared(self, arm: str) -> bool:
-        return any(fnmatchcase(arm, p) for arms, _ in self.entries for p in arms)
+        return any(_match(arm, p) for arms, _ in self.entries for p in arms)
 
     def declares(self, arm: str, metric: str) -> bool:
-        return any(fnmatchcase(metric, q) for arms, names in self.entries
-                   if any(fnmatchcase(arm, p) for p in arms) for q in names)
+        return any(_match(metric, q) for arms, names in self.entries
+                   if any(_match(arm, p) for p in arms) for q in names)
 
     def metrics_of(self, arm: str) -> list[str]:
         return sorted({q for arms, names in self.entries
-                       if any(fnmatchcase(arm, p) for p in arms) for q in names})
+                       if any(_match(arm, p) for p in arms) for q in names})
 
     def refuse(self, arm: str, metric: str | None, where: str) -> UndeclaredMetricError:
         if not self.arm_declared(arm):

@@ -53,6 +53,7 @@ from icml26.harness.plots import pyplot, save_figure
 
 from .generators import LLMGenerator
 from .trainer import TIERS, CurriculumConfig, Runner, run_arm
+from .world import ACHIEVEMENTS
 
 SCALE = ("laptop-scale: MicroCraft (12x12, 18 achievements, tech-tree depth 6), MLP PPO, "
          "~1e5 (quick) / ~6.5e5 (full) env steps, offline programmatic dreamer instead of an FM; "
@@ -298,6 +299,22 @@ SUBSTRATE = (
 EFFECT_RETURN_SOURCE = ("smallest that matters: 1.0 return, one more tier-1 achievement per held-out "
                         "episode (our choice; the paper: +16-17% over the strongest baseline on Craftax)")
 
+
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else.
+_EVAL = ("return", "return_start", "env_steps", "deepest_tier_reached", "deepest_tier_success",
+         "tier*_success", *(f"ach_{a}" for a in ACHIEVEMENTS))
+_ARCHIVE = ("levels_generated", "compile_rate", "activated_fraction", "archive_depth",
+            "active_mean_learnability", "max_generated_tier", "gate_rejected", "gate_evicted",
+            "gate_acted", "duplicate_levels", "no_distinct_child")
+_REPLAY = ("replay_fraction", "buffer_size")
+METRICS = {
+    ("dicode", "random_mutation"): (*_EVAL, *(f"diag_{k}" for k in _ARCHIVE)),
+    ("dr", "oracle_curriculum"): (*_EVAL, "diag_levels_generated", "diag_compile_rate"),
+    ("plr", "plr_robust"): (*_EVAL, *(f"diag_{k}" for k in _REPLAY)),
+    "accel": (*_EVAL, *(f"diag_{k}" for k in (*_REPLAY, "children", "children_played",
+                                               "buffer_child_fraction"))),
+    "ppo": _EVAL,
+}
 
 CLAIMS = (
     Claim(

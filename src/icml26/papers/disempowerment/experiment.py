@@ -318,6 +318,19 @@ def _privacy_rule(arm):
     return rule
 
 
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else.
+# ``*`` is an axis, a domain, a quarter index or an approval group (1: the group, 2: the rest).
+_STATS = ("severe_rate_*", "severe_cover", "severe_relerr", "domain_margin", "any_rate_*",
+          "trend_x*", "trend_n*", "trend_z", "approval_diff", "approval_x*", "approval_n*")
+_PRIVACY = ("canary_leak", "published", "clusters_ok")
+_AGREEMENT = ("within_one", "exact", "kappa", "balanced_recall", "axis_accuracy")
+METRICS = {
+    ("tfidf", "oracle", "shuffled"): (*_STATS, *_PRIVACY, "screened_share"),
+    "null_tfidf": _STATS,
+    ("private", "no_protection", "no_threshold", "no_scrub", "no_auditor"): _PRIVACY,
+    ("tfidf", "shuffled", "majority"): _AGREEMENT,
+}
+
 CLAIMS = (
     Claim("severe_rates", "The pipeline recovers the paper-size severe rates of the three primitives "
           "(Wilson 95% intervals cover the planted rates at about their nominal rate).",

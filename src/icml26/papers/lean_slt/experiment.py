@@ -589,6 +589,28 @@ def _theorem_claim(key: str) -> Claim:
     )
 
 
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else.
+# One row arm per catalogue theorem (its id and Lean name) and its mutated-statement control.
+_ROW = ("violated", "max_excess", "log10_tightness", "exact", "instances", "resolution")
+_CATALOGUE = ("rows_violated", "rows", "worst_excess", "worst_resolution")
+METRICS = {
+    **{_arm(k): (*_ROW, "mutants_caught", "mutants_total", "mutants_caught_by_inequality")
+       for k in THEOREMS},
+    **{_mutated(k): _ROW for k in THEOREMS},
+    CAT_FORMAL: (*_CATALOGUE, "mutation_score", "mutants_caught", "mutants_total",
+                 "mutation_score_inequality_only"),
+    CAT_MUTATED: _CATALOGUE,
+    # a * is the instance (ball B<d>^<p> or a Brownian grid)
+    (DUDLEY, DUDLEY_CTRL): ("slack_J_lower *", "slack_formal_cover *"),
+    (LS_RANK, LS_FULL): ("err_over_rank_rate", "err_over_rank_rate_se", "formal_dstar_over_exact",
+                         "formal_radius_over_mean_err", "law_ks_pvalue", "rank",
+                         "rank_radius_over_mean_err", "reps", "t21_exact_failure_log10",
+                         "t21_misses_at_exact_dstar", "t21_stated_failure_log10"),
+    # a * is the dimension d
+    (L1, RIDGE, MIN_NORM, L1_DENSE, RIDGE_DENSE): ("err d=*",),
+    L1: ("cv_radius d=*", "slow_rate_bound d=*"),
+}
+
 CLAIMS = _HEADLINE + tuple(_theorem_claim(k) for k in THEOREMS)
 
 

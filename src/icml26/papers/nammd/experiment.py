@@ -392,6 +392,19 @@ _EQUAL_NORM = ("the same NAMMD-DCT (arm nammd_equal_norm) on a test pair with th
                "so if NAMMD also beats MMD there the gain is not the mechanism's (e.g. a smaller variance "
                "estimate)")
 
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else. A
+# ``*`` is a closeness level eps, a power factor f, a digits noise level t or a two-sample dataset.
+_DCT = ("dct_size_eps*", "dct_power_eps*_f*")
+_DIGITS = ("digits_reject_t*", "digits_stat_t*")
+_TWO_SAMPLE = ("ts_power_*", "ts_size_*")
+METRICS = {
+    ("nammd", "mmd"): (*_DCT, *_DIGITS, *_TWO_SAMPLE),
+    "nammd_paper_var": _DCT,
+    "control_z0": ("dct_size_eps*", *_DIGITS),
+    ("nammd_equal_norm", "mmd_equal_norm"): ("power_eps*",),
+    "nammd_median": _TWO_SAMPLE,
+}
+
 CLAIMS = (
     Claim(
         id="dct_power",

@@ -620,7 +620,9 @@ def _feedback_rule(arm: str, ref: str = "kl_fixed"):
         d = Decision(REPRODUCED if all(ok.values()) else NOT_REPRODUCED, ours,
                      {"checks": ok, "gain": g_x, f"gain_{ref}": g_kl, f"rho_{ref}": r_kl, "rho_by_level": r_x},
                      mde=0.0, n=len(m[arm][f"rho_{sysname}_{lo}"]), uses_se=False)
-        edges = [a for a in (arm, ref) if any(float(v) > 0 for v in m[a].get(f"edge_{sysname}", ()))]
+        # fixed-λ arms have no tuning grid and so no grid edge; the tuned reference has one
+        edges = [a for a in (arm, ref)
+                 if a not in FIXED and any(float(v) > 0 for v in m[a][f"edge_{sysname}"])]
         return label, (_refused(edges, sysname, d) if edges else d)
 
     def rule(m, c) -> Decision:
@@ -643,6 +645,20 @@ _LQR = ("'lqr': the plain noise-independent penalty R = (λ/2) I with λ tuned t
         "(the optimal penalty family for it by construction). Judged per regime: where it beats the retuned KL "
         "too, the regime counts for WKL only if WKL also beats lqr (else 'explained by lqr' in that regime). On "
         "the first system (B^T B = I) and on the single-input cart-pole lqr's penalty family is WKL's.")
+
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else. A
+# ``*`` is a regime (system, noise structure, noise level), never part of a metric's name.
+_TUNED_METRICS = ("cost_di_*", "edge_di_*", "cost_cp_*", "edge_cp_*", "gain_cp_*", "rho_cp_*")
+_FIXED_METRICS = ("gain_cp_*", "rho_cp_*", "gain_di_fb_*", "rho_di_fb_*")
+METRICS = {
+    ("kl", "wkl", "kwkl", "lqr"): _TUNED_METRICS,
+    "kl": ("div_growth",),
+    "wkl": ("div_eq_dev", "div_ell_dev", "div_oracle_err", "div_small_eig_err"),
+    "kwkl": ("div_sat_ratio", "div_oracle_err"),
+    "kwkl_eps0": ("div_eq_dev",),
+    ("kl_fixed", "wkl_fixed", "kwkl_fixed"): (*_FIXED_METRICS, "survival_cp_*"),
+    "kl_ref": (*_FIXED_METRICS, "edge_cp", "edge_di_fb"),
+}
 
 CLAIMS = (
     Claim(

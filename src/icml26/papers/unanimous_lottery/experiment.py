@@ -553,6 +553,29 @@ def _rule_advice(good: str):
 _SCALE = ("laptop-scale: generated grid-exact instances (planted n <= 2000 in quick, m = 3-4, "
           "K = 1/eps up to 1024), exact rational oracle and LP")
 
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else.
+# ``*`` in a regime-sweep name is its instance label (family, n, m, K); in an arm, the advice's
+# basis share f (percent) or the lottery perturbation eta.
+_ALGS = ("full", "alg2", "alg3")
+_ADVICE = ("advice_index", "advice_basis", "advice_reversed", "advice_random", "advice_f*",
+           "lottery_eta*")
+_RUNS = ("correct_rate", "n_runs")
+_LOWER = ("lb_mean_ratio", "lb_min_ratio", "lb_all_agents_queried", "slope_q_vs_n",
+          "slope_q_vs_log2K", "one_agent_max_q", "one_agent_reject_all_q")
+_HEAD_TO_HEAD = ("q_h2h", "L_h2h", "q_infeasible", "q_nested", "T_nested")
+METRICS = {
+    (*_ALGS, "no_verify", "guess", "scan_learn", *_ADVICE): _RUNS,
+    (*_ALGS, *_ADVICE): ("within_envelope",),
+    (*_ALGS, "no_verify", "scan_learn"): _HEAD_TO_HEAD,
+    _ALGS: ("eli: *", "q: *", "L: *"),
+    (*_ALGS, "no_verify", "guess"): _LOWER,
+    "alg2": ("nested_verification_exact", "rounds_and_verification_ok"),
+    "alg3": ("L_bound_ok",),
+    "lower_bound": ("slope_lower_vs_log2K", "m"),
+    _ADVICE: ("q_advice", "R", "advice_within_thm51", "advice_within_thm33"),
+    "advice_index": ("n", "m"),
+}
+
 CLAIMS = (
     Claim(
         id="correct",

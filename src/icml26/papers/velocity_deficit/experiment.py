@@ -716,6 +716,29 @@ _SCALE = ("laptop-scale: small MLP flows trained from scratch on CPU; Gaussian m
           "exact field (K=8, d in mix_dims) and sklearn 8x8 digits (64-d) with classifier-FID from a "
           "small MLP digit classifier instead of ImageNet/SiT and Inception-FID")
 
+# Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else. A
+# ``*`` is a dimension ``d``, a training-step snapshot ``s<steps>`` or a fixed alpha ``a<alpha>``.
+_PROFILE = ("early_deficit", "deficit_t005", "late_deficit", "rel_err_early")
+_DIGITS = ("digits_cfid", "digits_sw", "digits_mmd", "digits_norm_ratio", "digits_std_ratio",
+           "digits_confidence")
+_MIX = ("mix_sw", "mix_norm_ratio")
+METRICS = {
+    ("fm_net", "fm_net_dirac"): tuple(f"d*_{b}_{k}" for b in ("well", "s*") for k in _PROFILE),
+    "fm_net": ("d*_well_fig1a_deficit_t005", "d*_well_spearman", "digits_cfid",
+               "digits_fig1a_deficit_t005", "digits_spearman", "digits_deficit_t005",
+               "digits_rel_err_early"),
+    "exact_field": ("d*_fig1a_deficit_t005", "d*_spearman"),
+    ("euler_10", "ssc_10", "late_10", "constant_10", "alt_10", "euler_50"): _DIGITS,
+    ("euler_10", "ssc_10", "alt_10", "euler_50"): _MIX,
+    ("ssc_10", "late_10", "constant_10"): ("digits_cfid_a*",),
+    "ssc_10": ("mix_sw_a*",),
+    "dopri5": (*_DIGITS, "nfe"),
+    "mafm": ("digits_cfid", "digits_deficit_t005"),
+    ("fm_net_dirac", "mafm_dirac"): ("ctrl_sw", "ctrl_deficit_t005", "ctrl_exact_early_deficit"),
+    ("exact_euler_10", "exact_ssc_10", "exact_late_10", "exact_constant_10"): _MIX,
+    ("exact_ssc_10", "exact_late_10", "exact_constant_10"): ("mix_sw_a*",),
+}
+
 CLAIMS = (
     Claim(
         id="deficit",
