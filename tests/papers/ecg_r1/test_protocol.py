@@ -51,7 +51,8 @@ def test_pr_boundaries(pr, expect):
 
 
 @pytest.mark.parametrize("qrs,expect", [(99.0, None), (100.0, "incomplete bundle branch block"),
-                                        (120.0, "incomplete bundle branch block"), (121.0, "complete")])
+                                        (119.0, "incomplete bundle branch block"), (120.0, "complete"),
+                                        (121.0, "complete")])
 def test_qrs_boundaries(qrs, expect):
     labs = labels(qrs_ms=qrs, v1_terminal=5.0)
     assert ("incomplete bundle branch block" in labs) == (expect == "incomplete bundle branch block")
@@ -66,6 +67,23 @@ def test_qtc_boundaries_both_formulas(qt, expect):
     for formula in ("bazett", "fridericia"):
         labs = interpret(replace(BASE, qt_ms=qt), ECGProtocol(qtc_formula=formula))[0]
         assert ("prolonged qt" in labs) == expect
+
+
+@pytest.mark.parametrize("qt,sex,expect", [(441.0, None, True), (441.0, "male", False), (450.0, "male", False),
+                                           (451.0, "male", True), (451.0, "female", False),
+                                           (460.0, "F", False), (461.0, "female", True), (455.0, "m", True)])
+def test_qtc_sex_specific_limits(qt, sex, expect):
+    # RR = 1 s: QTc = QT. Unknown sex: the prompt's 440 ms; men 450 ms, women 460 ms (AHA/ACCF/HRS 2009)
+    assert ("prolonged qt" in interpret(replace(BASE, qt_ms=qt), sex=sex)[0]) == expect
+    assert ("prolonged qt" in ECGProtocol().interpret(replace(BASE, qt_ms=qt), sex=sex)[0]) == expect
+
+
+def test_qtc_sex_limits_are_configurable_and_sex_is_checked():
+    p = ECGProtocol.default(qtc_max_female_ms=470.0)
+    assert p.qtc_limit("female") == 470.0 and p.qtc_limit(None) == 440.0 and p.qtc_limit("Male") == 450.0
+    for bad in ("x", 1, "unknown"):
+        with pytest.raises(ValueError, match="sex"):
+            interpret(BASE, sex=bad)
 
 
 def test_qtc_closed_forms():

@@ -82,8 +82,14 @@ class ECGProtocol:
     pr_short_ms: float = 120.0  # "PR normal 0.12-0.20 s; < 0.12 s"
     pr_long_ms: float = 200.0  # "> 0.20 s => AV block"
     qrs_normal_ms: float = 100.0  # "QRS normal < 0.10 s"
-    qrs_complete_ms: float = 120.0  # "0.10-0.12 s incomplete; > 0.12 s RBBB/LBBB"
-    qtc_max_ms: float = 440.0  # "QTc normal <= 440 ms"
+    # "0.10-0.12 s incomplete; > 0.12 s RBBB/LBBB" in the prompt; complete BBB is QRS >= 120 ms in the
+    # AHA/ACCF/HRS 2009 criteria (Surawicz et al.), which we follow at the boundary: 120 ms is complete
+    qrs_complete_ms: float = 120.0
+    qtc_max_ms: float = 440.0  # "QTc normal <= 440 ms": the prompt's single limit, used when the sex is unknown
+    # sex-specific limits (AHA/ACCF/HRS 2009: prolonged QTc >= 450 ms in men, >= 460 ms in women; our source,
+    # the prompt has one limit): used when ``sex`` is given to :meth:`interpret`
+    qtc_max_male_ms: float = 450.0
+    qtc_max_female_ms: float = 460.0
     qtc_formula: str = "bazett"  # the prompt names no formula; MIMIC machine QTc is Bazett (our choice)
     axis_low_deg: float = -30.0  # "normal (-30..+90)"
     axis_high_deg: float = 90.0
@@ -115,9 +121,29 @@ class ECGProtocol:
     def qtc(self, qt_ms: float, rr_s: float) -> float:
         return qtc_bazett(qt_ms, rr_s) if self.qtc_formula == "bazett" else qtc_fridericia(qt_ms, rr_s)
 
-    def interpret(self, m: Measurements) -> tuple[list[str], dict[str, list[str]]]:
+    def qtc_limit(self, sex: str | None = None) -> float:
+        """The QTc above which "prolonged qt" is called: the sex's limit, or ``qtc_max_ms`` when unknown.
+
+        ``sex`` is ``None`` (unknown: the prompt's single limit, 440 ms), ``"male"``/``"m"`` or
+        ``"female"``/``"f"`` (case-insensitive).
+        """
+        return {None: self.qtc_max_ms, "male": self.qtc_max_male_ms,
+                "female": self.qtc_max_female_ms}[_check_sex(sex)]
+
+    def interpret(self, m: Measurements, sex: str | None = None) -> tuple[list[str], dict[str, list[str]]]:
         """Diagnoses (in :data:`LABELS` order) and evidence phrases per step key."""
-        return interpret(m, self)
+        return interpret(m, self, sex=sex)
+
+
+def _check_sex(sex) -> str | None:
+    if sex is None:
+        return None
+    if isinstance(sex, str):
+        key = sex.strip().lower()
+        key = {"m": "male", "f": "female", "man": "male", "woman": "female"}.get(key, key)
+        if key in ("male", "female"):
+            return key
+    raise ValueError(f"sex must be None (unknown), 'male'/'m' or 'female'/'f', got {sex!r}")
 
 
 def qtc_bazett(qt_ms: float, rr_s: float) -> float:
@@ -206,14 +232,19 @@ def _contiguous_ste(m: Measurements, p: ECGProtocol) -> list[str]:
     return out
 
 
-def interpret(m: Measurements, p: ECGProtocol | None = None) -> tuple[list[str], dict[str, list[str]]]:
+def interpret(m: Measurements, p: ECGProtocol | None = None, sex: str | None = None
+              ) -> tuple[list[str], dict[str, list[str]]]:
     """Apply the protocol to measurements. Returns (labels, {step_key: [evidence phrases]}).
+
+    ``sex`` selects the QTc limit (:meth:`ECGProtocol.qtc_limit`): unknown (``None``, the default) uses the
+    prompt's single 440 ms limit; "male" 450 ms, "female" 460 ms. QRS >= 120 ms is complete BBB.
 
     Labels are in :data:`LABELS` order; a record with sinus rhythm and no other finding is
     "normal ecg". Step 1 evidence always carries the rate string ("72 bpm"), as the official
     key-evidence extraction does.
     """
     p = p or ECGProtocol()
+    qtc_limit = p.qtc_limit(sex)
     found: set[str] = set()
     irregular = m.rr_cv > p.rr_cv_irregular
     if irregular and not m.p_present:
@@ -233,7 +264,7 @@ def interpret(m: Measurements, p: ECGProtocol | None = None) -> tuple[list[str],
             found.add("right atrial abnormality")
         if m.p_dur_ms is not None and m.p_dur_ms > p.p_width_ms:
             found.add("left atrial abnormality")
-    if m.qrs_ms > p.qrs_complete_ms:
+    if m.qrs_ms >= p.qrs_complete_ms:
         found.add("right bundle branch block" if m.v1_terminal > 0 else "left bundle branch block")
     elif m.qrs_ms >= p.qrs_normal_ms:
         found.add("incomplete bundle branch block")
@@ -251,7 +282,7 @@ def interpret(m: Measurements, p: ECGProtocol | None = None) -> tuple[list[str],
         prec = max(_mm(r.get(lead, 0.0) + s.get(lead, 0.0)) for lead in PRECORDIAL_LEADS)
         if limb < p.low_voltage_limb_mm or prec < p.low_voltage_precordial_mm:
             found.add("low voltage")
-    if m.qtc(p) > p.qtc_max_ms:
+    if m.qtc(p) > qtc_limit:
         found.add("prolonged qt")
     found.update(_contiguous_ste(m, p))
     if m.st_mv and _mm(min(m.st_mv.values())) <= -p.std_mm and not any("st elevation" in f for f in found):

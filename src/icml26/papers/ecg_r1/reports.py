@@ -71,8 +71,8 @@ def label_prior_numbers(labels: list[str], rng: np.random.Generator) -> dict[str
     hr = u(40, 59) if "sinus bradycardia" in s else u(101, 130) if "sinus tachycardia" in s else u(60, 100)
     pr = None if "atrial fibrillation" in s else (u(201, 300) if "first degree av block" in s else
                                                   u(90, 119) if "short pr interval" in s else u(120, 200))
-    qrs = u(121, 170) if s & {"right bundle branch block", "left bundle branch block"} else \
-        u(100, 120) if "incomplete bundle branch block" in s else u(70, 99)
+    qrs = u(120, 170) if s & {"right bundle branch block", "left bundle branch block"} else \
+        u(100, 119) if "incomplete bundle branch block" in s else u(70, 99)
     qtc = u(441, 520) if "prolonged qt" in s else u(360, 440)
     axis = u(-90, -31) if "left axis deviation" in s else u(91, 180) if "right axis deviation" in s else u(-30, 90)
     qt = qtc * np.sqrt(60.0 / hr)
