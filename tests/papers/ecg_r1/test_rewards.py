@@ -93,9 +93,17 @@ def test_imd_single_modality_is_restored_and_control_rate():
     out = tf([{"ecg": None, "image": 7}] * 100)
     assert all(o["image"] == 7 for o in out)  # dropping the only modality is undone
     both, sig, img, none, swap = _freq(RandomModalityDropout(0.5, seed=0))
-    # independent drops at 0.25 each, both-dropped restored: P(both kept) = 0.5625 + 0.0625
-    assert sig == pytest.approx(0.1875, abs=0.015) and img == pytest.approx(0.1875, abs=0.015)
-    assert none == 0.0 and swap == 0.0
+    # the control drops each modality at IMD's stated marginal rate p_drop / 2 = 0.25 (issue 51: it was 0.1875)
+    assert sig == pytest.approx(0.25, abs=0.01) and img == pytest.approx(0.25, abs=0.01)
+    assert both == pytest.approx(0.5, abs=0.01) and none == 0.0 and swap == 0.0
+    assert RandomModalityDropout(0.5).q == pytest.approx(1 / 3)
+    for p in (0.2, 0.8):  # the marginal rate holds at other p_drop too
+        both, sig, img, none, _ = _freq(RandomModalityDropout(p, seed=3))
+        assert sig == pytest.approx(p / 2, abs=0.012) and img == pytest.approx(p / 2, abs=0.012) and none == 0.0
+    both, sig, img, none, _ = _freq(RandomModalityDropout(1.0, seed=0))
+    assert both == 0.0 and none == 0.0 and sig == pytest.approx(0.5, abs=0.015)
+    out = RandomModalityDropout(1.0, seed=0)([{"ecg": 3, "image": None}] * 50)
+    assert all(o["ecg"] == 3 for o in out)
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="probability"):
             InterleavedModalityDropout(p_drop=bad)
@@ -130,3 +138,50 @@ def test_grpo_rewards_move_the_policy_toward_the_reward():
     assert budget["updates"] > 0 and p_label() > before + 0.2
     with pytest.raises(ValueError):
         grpo_finetune(model, feats, images, ["x"] * 32, [likes_low_voltage], steps=1, num_generations=1)
+
+
+def test_stuffing_every_finding_scores_below_a_correct_short_answer():
+    """Issue 51: a completion listing every protocol finding in every step (wrong diagnosis) must score below
+    a short correct one, on the key-evidence reward alone and on the sum of the three rewards."""
+    from dataclasses import replace
+
+    from icml26.papers.ecg_r1.protocol import (
+        LABELS,
+        LEADS,
+        STEP_KEYS,
+        STEP_TITLES,
+        Measurements,
+        interpret,
+    )
+    from icml26.papers.ecg_r1.reports import protocol_report, solution_text
+    from icml26.papers.ecg_r1.rewards import FINDING_PHRASES
+
+    m = Measurements(hr_bpm=72.0, rr_cv=0.02, p_present=True, pr_ms=240.0, qrs_ms=90.0, qt_ms=380.0,
+                     qrs_axis_deg=45.0, st_mv={ld: 0.0 for ld in LEADS}, r_mv={ld: 0.8 for ld in LEADS},
+                     s_mv={ld: 0.4 for ld in LEADS}, p_amp_mv=0.15, p_dur_ms=100.0)
+    labels, ev = interpret(m)
+    assert labels == ["sinus rhythm", "first degree av block"]
+    solution = solution_text(labels, ev)
+    short = ("<think>" + " ".join(f"**Step {k}: {STEP_TITLES[k]}** " + "; ".join(ev[key]) + "."
+                                  for k, key in STEP_KEYS.items() if ev[key]) + "</think>"
+             f"<answer>{'; '.join(labels)}</answer>")
+    stuffed_think = " ".join(f"**Step {k}: {STEP_TITLES[k]}** 72 bpm; " + "; ".join(FINDING_PHRASES) + "."
+                             for k in STEP_KEYS)
+    stuffed = f"<think>{stuffed_think}</think><answer>atrial fibrillation; left bundle branch block</answer>"
+    rewards = (diagnosis_accuracy_reward, key_evidence_reward, format_reward)
+    total = [sum(f([c], [solution])[0] for f in rewards) for c in (short, stuffed)]
+    ev_short, ev_stuffed = key_evidence_reward([short, stuffed], [solution] * 2)
+    official = key_evidence_reward([short, stuffed], [solution] * 2, penalize_unsupported=False)
+    assert official == [pytest.approx(1.0), pytest.approx(1.0)]  # plugin.py's recall cannot tell them apart
+    assert ev_short == pytest.approx(1.0) and ev_stuffed < 0.5 * ev_short
+    # precision S / (S + U): S = 3 reference phrases found, U = catalogue phrases minus the 2 supported ones
+    assert ev_stuffed == pytest.approx(3 / (3 + len(FINDING_PHRASES) - 2))
+    assert total[1] < total[0] and total[0] == pytest.approx(3.0)
+    # stuffing the right answer too does not rescue it
+    right_answer = stuffed.replace("atrial fibrillation; left bundle branch block", "; ".join(labels))
+    assert sum(f([right_answer], [solution])[0] for f in rewards) < total[0] - 0.5
+    # the protocol's own reports (negated exclusions, labels listed in step 6) carry no unsupported finding
+    for kw in ({}, {"qrs_ms": 130.0, "v1_terminal": 5.0}, {"qrs_axis_deg": -50.0}, {"hr_bpm": 110.0}):
+        text, sol_ = protocol_report(replace(m, **kw))
+        assert key_evidence_reward([text], [sol_]) == key_evidence_reward([text], [sol_], penalize_unsupported=False)
+    assert len(LABELS) == 22

@@ -1,6 +1,7 @@
 """ECG-R1's RL rewards as TRL ``reward_funcs`` (format, key diagnostic evidence, diagnosis accuracy).
 
-The rewards are :mod:`.rewards`' (the semantics of the official ``ecg_r1/plugin.py``), unchanged;
+The rewards are :mod:`.rewards`' (the semantics of the official ``ecg_r1/plugin.py``; the key-evidence
+reward penalises unsupported findings by default, ``penalize_unsupported=False`` is the official one);
 the wrappers accept TRL's conversational completions (message lists) as well as strings and
 carry the names TRL logs (``rewards/format/mean``, ``rewards/key_evidence/mean``,
 ``rewards/diagnosis_accuracy/mean``). The dataset needs a ``solution`` column: the reference
@@ -36,9 +37,12 @@ def format_reward_func() -> Callable[..., list[float]]:
     return as_trl_reward(format_reward, "format")
 
 
-def key_evidence_reward_func(evidence_weight: float = 1.0) -> Callable[..., list[float]]:
-    """Per-step key-evidence recall in ``<think>`` (:func:`~.rewards.key_evidence_reward`)."""
-    return as_trl_reward(partial(key_evidence_reward, evidence_weight=evidence_weight), "key_evidence")
+def key_evidence_reward_func(evidence_weight: float = 1.0,
+                             penalize_unsupported: bool = True) -> Callable[..., list[float]]:
+    """Per-step key-evidence recall in ``<think>`` x precision of asserted findings
+    (:func:`~.rewards.key_evidence_reward`; ``penalize_unsupported=False``: the official recall only)."""
+    return as_trl_reward(partial(key_evidence_reward, evidence_weight=evidence_weight,
+                                 penalize_unsupported=penalize_unsupported), "key_evidence")
 
 
 def diagnosis_accuracy_reward_func() -> Callable[..., list[float]]:

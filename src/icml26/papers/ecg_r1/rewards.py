@@ -9,7 +9,14 @@ official code (``DiagnosisAccuracyORM``, ``KeyDiagnosticEvidenceORM``, ``FormatR
   ``<answer>`` and the reference's ``<|answer|>`` (both empty -> 1, one empty -> 0, a missing tag -> 0);
 * key evidence: the model's ``<think>`` is split into ``**Step k`` sections; for every step with
   reference evidence, the fraction of its phrases found case-insensitively *in that step*; the mean
-  over steps with evidence, times ``evidence_weight`` (1.0); 0 without ``<think>``;
+  over steps with evidence, times ``evidence_weight`` (1.0); 0 without ``<think>``.
+  **Our change (issue 51, default on):** the official reward only counts hits, so a completion that
+  lists every finding phrase of the protocol scores full marks whatever the record shows. With
+  ``penalize_unsupported=True`` the recall is multiplied by the precision of the asserted findings:
+  ``S / (S + U)``, S = reference phrases found in ``<think>``, U = distinct phrases of the protocol's
+  finding catalogue (:data:`~.protocol.EVIDENCE`) asserted in ``<think>`` (not right after "no", "not"
+  or "without") that are in none of the record's reference steps. A completion with no unsupported
+  finding scores exactly the official value; ``penalize_unsupported=False`` is ``plugin.py``;
 * format: 1 if a non-empty ``<think>...</think>`` exists, else 0.
 """
 
@@ -18,7 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .protocol import STEP_KEYS
+from .protocol import EVIDENCE, STEP_KEYS
+
+# the protocol's finding phrases (what a completion can assert): the catalogue the precision term reads
+FINDING_PHRASES = tuple(sorted({phrase for _, phrase in EVIDENCE.values()}))
+_NEGATION = re.compile(r"\b(no|not|without)\s+$")
 
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
@@ -83,8 +94,22 @@ def format_evidence(evidence: dict[str, list[str]]) -> str:
     return f"<|key_diagnostic_evidence|>{body}<|/key_diagnostic_evidence|>"
 
 
+def asserted_findings(text: str) -> set[str]:
+    """Catalogue phrases (:data:`FINDING_PHRASES`) asserted in ``text``: present, not right after a negation."""
+    low = text.lower()
+    out = set()
+    for phrase in FINDING_PHRASES:
+        start = low.find(phrase)
+        while start >= 0:
+            if not _NEGATION.search(low[max(0, start - 12):start]):
+                out.add(phrase)
+                break
+            start = low.find(phrase, start + 1)
+    return out
+
+
 def key_evidence_reward(completions: Sequence[str], solution: Sequence[str], evidence_weight: float = 1.0,
-                        **kwargs) -> list[float]:
+                        penalize_unsupported: bool = True, **kwargs) -> list[float]:
     _check(completions, solution)
     out = []
     for c, s in zip(completions, solution, strict=True):
@@ -102,7 +127,14 @@ def key_evidence_reward(completions: Sequence[str], solution: Sequence[str], evi
             n += 1
             text = steps.get(k, "").lower()
             total += sum(e.lower() in text for e in ev) / len(ev)
-        out.append(evidence_weight * total / n if n else 0.0)
+        r = evidence_weight * total / n if n else 0.0
+        if penalize_unsupported and r > 0:
+            think = tm.group(1).lower()
+            reference = {e.lower() for ev in gt.values() for e in ev}
+            supported = sum(e in think for e in reference)
+            unsupported = len(asserted_findings(think) - reference)
+            r *= supported / (supported + unsupported) if supported + unsupported else 1.0
+        out.append(r)
     return out
 
 
