@@ -92,7 +92,7 @@ def protocol_report_labels(sig):
     (lambda s: s[0], "12-lead"),
     (lambda s: np.where(np.arange(s.shape[1]) == 100, np.nan, s), "NaN"),
     (lambda s: s[:, :int(1.0 * FS)], "shorter than"),
-    (lambda s: np.zeros_like(s), "beat"),
+    (lambda s: np.zeros_like(s), "flat line"),
 ])
 def test_bad_records_raise_clear_errors(make, msg):
     sig, _ = simulate_ecg(ECGParams(), fs=FS, seed=0)

@@ -8,7 +8,7 @@ IMD from ``ecg_r1/register.py``; read through the public code index).
 from .corpus import Corpus, beat_features, make_corpus
 from .evaluate import cross_modal_agreement, evaluate_reports
 from .imd import InterleavedModalityDropout, RandomModalityDropout
-from .measure import measure, neurokit_heart_rate, read_wfdb, validate_record
+from .measure import diagnose, measure, neurokit_heart_rate, read_wfdb, validate_record
 from .model import ECGR1Tiny, generate_reports, train_model
 from .protocol import (
     LABELS,
@@ -20,6 +20,7 @@ from .protocol import (
     qtc_bazett,
     qtc_fridericia,
 )
+from .quality import SignalQuality, UnreadableECG, check_quality
 from .render import plot_ecg12, render_ecg_image
 from .reports import (
     label_conditioned_report,
@@ -36,7 +37,8 @@ PAPER = {"title": "ECG-R1: Protocol-Guided and Modality-Agnostic MLLM for Reliab
 
 __all__ = [
     "LABELS", "LEADS", "PAPER", "Corpus", "ECGParams", "ECGProtocol", "ECGR1Tiny", "InterleavedModalityDropout",
-    "Measurements", "RandomModalityDropout", "axis_quadrant", "beat_features", "cross_modal_agreement",
+    "Measurements", "RandomModalityDropout", "SignalQuality", "UnreadableECG", "axis_quadrant", "beat_features",
+    "check_quality", "cross_modal_agreement", "diagnose",
     "diagnosis_accuracy_reward", "evaluate_reports", "format_reward", "generate_reports", "interpret",
     "key_evidence_reward", "label_conditioned_report", "make_corpus", "measure", "neurokit_heart_rate",
     "numeric_errors", "parse_numbers", "plot_ecg12", "protocol_report", "qtc_bazett", "qtc_fridericia",

@@ -11,11 +11,14 @@ segment; R/S amplitudes per lead; V1 terminal-QRS area (rSR' vs QS).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy import signal as sps
 
 from .protocol import LEADS, Measurements
+
+P_REL_LEVEL = 0.15  # P onset/end where the spatial P amplitude falls below 15 % of its peak (our choice)
 
 
 def validate_record(sig, fs: float, *, min_duration_s: float = 2.0) -> np.ndarray:
@@ -34,8 +37,13 @@ def validate_record(sig, fs: float, *, min_duration_s: float = 2.0) -> np.ndarra
     return x
 
 
+@lru_cache(maxsize=16)
+def _qrs_band(fs: float):
+    return sps.butter(2, [5.0 / (fs / 2), min(25.0 / (fs / 2), 0.95)], btype="band")
+
+
 def detect_r_peaks(x: np.ndarray, fs: float) -> np.ndarray:
-    b, a = sps.butter(2, [5.0 / (fs / 2), min(25.0 / (fs / 2), 0.95)], btype="band")
+    b, a = _qrs_band(float(fs))
     e = (sps.filtfilt(b, a, x, axis=1) ** 2).sum(0)
     w = max(1, int(0.05 * fs))
     e = np.convolve(e, np.ones(w) / w, mode="same")
@@ -54,10 +62,24 @@ def _run_below(v: np.ndarray, start: int, step: int, thr: float, run: int) -> in
     return int(np.clip(i, 0, v.size - 1))
 
 
-def measure(sig, fs: float) -> Measurements:
-    """Measure one record (``sig`` shape (12, n) in mV, leads in :data:`LEADS` order)."""
-    x = validate_record(sig, fs)
-    peaks = detect_r_peaks(x, fs)
+def measure(sig, fs: float, *, units: str = "auto", quality: bool = True) -> Measurements:
+    """Measure one record (``sig`` shape (12, n) in mV, leads in :data:`LEADS` order).
+
+    The signal-quality gate (:func:`~.quality.check_quality`) runs first: an unreadable record raises
+    :class:`~.quality.UnreadableECG` (a ``ValueError`` with the reasons); a record in microvolts is
+    rescaled with a warning (``units="auto"``; ``"mV"`` refuses it, ``"uV"`` converts silently); mains
+    hum is notch-filtered with a warning. ``quality=False`` skips the gate (input in mV, trusted).
+    """
+    if quality:
+        from .quality import UnreadableECG, check_quality
+
+        q = check_quality(sig, fs, units=units)
+        if not q.readable:
+            raise UnreadableECG(q)
+        x, peaks = q.signal, q.stats["r_peaks"]
+    else:
+        x = validate_record(sig, fs)
+        peaks = detect_r_peaks(x, fs)
     if peaks.size < 2:
         raise ValueError(f"found {peaks.size} beat(s); need at least two (record shorter than one beat?)")
     rr = np.diff(peaks) / fs
@@ -108,8 +130,11 @@ def measure(sig, fs: float) -> Measurements:
             den = np.linalg.norm(w) * np.linalg.norm(ref)
             cors.append(float(w @ ref / den) if den > 0 else 0.0)
         p_present = float(np.median(cors)) > 0.6
-    pr_ms = p_amp = p_dur = None
+    pr_ms = p_amp = p_dur = p_on = None
     if p_present:
+        # boundaries at a level relative to the P peak too: slow baseline drift (ECGSYN's damped return,
+        # per-lead offsets) otherwise joins the P wave to the previous T (issue 51: PR 264-350 ms on ecgsyn)
+        p_level = max(p_level, P_REL_LEVEL * float(pwin.max()))
         above = np.where(pwin > p_level)[0]
         end = above[-1]
         start = end
@@ -122,10 +147,17 @@ def measure(sig, fs: float) -> Measurements:
         seg = beat[ii, p_on:lo + end + 1] - iso[ii]
         p_amp = float(seg[np.argmax(np.abs(seg))]) if seg.size else 0.0
     # T end: last sample after J above level, before the next P (or 0.9 RR)
-    hi_lim = c + int(0.9 * (rr_med if rr_cv <= 0.1 else float(np.percentile(rr, 10))) * fs) - (int(pr_ms / 1000 * fs) if pr_ms else 0)
+    rr_lim = rr_med if rr_cv <= 0.1 else float(np.percentile(rr, 10))
+    # search for T end up to the next beat's P onset (P onset + RR), else 0.9 RR (issue 51: with the PR
+    # subtracted from R instead of from the P onset the next P joined the T at 100-110 bpm)
+    hi_lim = (p_on + int(rr_lim * fs) - int(0.02 * fs)) if pr_ms else c + int(0.9 * rr_lim * fs)
     hi_lim = min(hi_lim, beat.shape[1] - 1)
-    t_level = max(0.03, 4 * noise, 0.1 * float(amp[off:max(hi_lim, off + 1)].max()))
-    tw = np.where(amp[off:hi_lim] > t_level)[0]
+    # T end against the level the signal returns to (the TP segment just before ``hi_lim``), not the PR
+    # segment: when the two differ (ECGSYN's damped baseline) the T otherwise "ends" at the next P
+    tp = beat[:, max(off + 1, hi_lim - int(0.02 * fs)):hi_lim + 1].mean(1)
+    amp_t = np.abs(beat - tp[:, None]).max(0)
+    t_level = max(0.03, 4 * noise, 0.1 * float(amp_t[off:max(hi_lim, off + 1)].max()))
+    tw = np.where(amp_t[off:hi_lim] > t_level)[0]
     t_end = off + (tw[-1] + 1 if tw.size else 0)
     qrs = beat[:, on:off + 1] - iso[:, None]
     area = qrs.sum(1)
@@ -139,6 +171,23 @@ def measure(sig, fs: float) -> Measurements:
     return Measurements(hr_bpm=hr, rr_cv=rr_cv, p_present=bool(p_present), pr_ms=pr_ms,
                         qrs_ms=(off - on + 1) / fs * 1000, qt_ms=(t_end - on) / fs * 1000, qrs_axis_deg=axis,
                         st_mv=st, r_mv=r_mv, s_mv=s_mv, v1_terminal=v1_term, p_amp_mv=p_amp, p_dur_ms=p_dur)
+
+
+def diagnose(sig, fs: float, protocol=None, sex: str | None = None, units: str = "auto"
+             ) -> tuple[list[str], dict[str, list[str]]]:
+    """Quality gate, measurement and the protocol: ``(labels, evidence)``.
+
+    An unreadable record gives ``(["unreadable"], {"quality": [reasons]})`` instead of a diagnosis;
+    a malformed input (wrong shape, NaN, bad sampling rate) still raises ``ValueError``.
+    """
+    from .protocol import ECGProtocol
+    from .quality import UnreadableECG
+
+    try:
+        m = measure(sig, fs, units=units)
+    except UnreadableECG as exc:
+        return ["unreadable"], {"quality": list(exc.quality.reasons)}
+    return (protocol or ECGProtocol()).interpret(m, sex=sex)
 
 
 def neurokit_heart_rate(sig, fs: float, lead: str = "II") -> float:
