@@ -150,6 +150,17 @@ def run(config: Config, seed: int) -> SeedOutput:
                                                "example_report": data.texts["protocol"][config.n_train]})
 
 
+# Declared metrics (harness.metrics): the same names at every profile (smoke, quick, full).
+_EVAL = ("jaccard", "macro_f1", "evidence", "format", "hallucination")
+_SFT_METRICS = tuple(f"{n}_{mod}" for mod in ("both", "signal", "image") for n in _EVAL) + (
+    "modality_drop", "label_agreement", "number_agreement")
+METRICS = {
+    "protocol_imd": _SFT_METRICS + ("prior_jaccard",),
+    ("label_only_imd", "wrong_meas_imd", "protocol_noimd", "protocol_randdrop"): _SFT_METRICS,
+    RL_ARMS: tuple(f"{n}_both" for n in _EVAL),
+}
+
+
 # --------------------------------------------------------------------------------------------- claims
 
 def _noninferior(method, baseline, margin: float, label: str) -> Decision:
