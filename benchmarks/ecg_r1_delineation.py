@@ -25,7 +25,8 @@ Record sets (10 s, 500 Hz, neurokit2's default noise 0.01, HR 50-110 bpm, three 
   generator's, and only intervals and rate are scored.
 
 Usage: ``python benchmarks/ecg_r1_delineation.py [--out benchmarks/ecg_r1_delineation.json] [--seeds 3]``.
-Needs neurokit2 (the ``ecg`` extra). Deterministic for the seeds.
+Needs neurokit2 (the ``ecg`` extra). Deterministic for the seeds. ``--readme`` computes nothing: it writes
+the table of an existing JSON into the ecg_r1 README between its delineation markers.
 """
 
 from __future__ import annotations
@@ -175,11 +176,52 @@ def summarise(recs: list[dict]) -> dict:
     return out
 
 
+README = "src/icml26/papers/ecg_r1/README.md"
+START, END = "<!-- ecg_r1-delineation:start -->", "<!-- ecg_r1-delineation:end -->"
+
+
+def table(res: dict) -> str:
+    """Markdown: per record set, median (p90) absolute error in ms of ours and of neurokit2's DWT against
+    ECGSYN's parametric intervals, HR error, and findings per record."""
+    def cell(d: dict) -> str:
+        return "—" if not d.get("n") else f"{d['median_abs']:.0f} ({d['p90_abs']:.0f})"
+
+    lines = [f"neurokit2 {res['neurokit2']}, {res['fs']} Hz, {res['duration_s']} s, HR {min(res['heart_rates'])}-"
+             f"{max(res['heart_rates'])} bpm, {res['seeds_per_rate']} records per rate; |error| median (p90), ms, "
+             "against ECGSYN's parametric intervals; `benchmarks/ecg_r1_delineation.json`.", "",
+             "| record set | n | HR error, bpm | PR ours | PR neurokit2 | QRS ours | QRS neurokit2 | QT ours | "
+             "QT neurokit2 | findings / record | of them not in the parametric intervals |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for k, s in res["sets"].items():
+        row = [k, str(s["n_measured"]), f"{s['hr_abs_error_bpm']['median_abs']:.2f}"]
+        for iv in ("pr", "qrs", "qt"):
+            row += [cell(s[iv]["ours_minus_parametric"]), cell(s[iv]["neurokit_minus_parametric"])]
+        row += [f"{s['findings_per_record_beyond_rhythm']:.2f}",
+                f"{s['findings_not_in_parametric_intervals_per_record']:.2f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def write_readme(res: dict, path: str = README) -> None:
+    text = open(path).read()
+    if START not in text or END not in text:
+        raise SystemExit(f"{path} lacks the markers {START} ... {END}")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    with open(path, "w") as fh:
+        fh.write(f"{head}{START}\n{table(res)}\n{END}{tail}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="benchmarks/ecg_r1_delineation.json")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--readme", action="store_true", help="write the table of --out into the ecg_r1 README")
     args = ap.parse_args()
+    if args.readme:
+        with open(args.out) as fh:
+            write_readme(json.load(fh))
+        return
     import neurokit2 as nk
 
     kinds = ("ecgsyn_default", "ecgsyn_physiologic", "ecgsyn_multileads")

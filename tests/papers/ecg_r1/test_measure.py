@@ -169,3 +169,49 @@ def test_model_pipeline_learns_and_checks_modality():
         generate_reports(model, data.features, data.images, "text")
     with pytest.raises(ValueError, match="at least 2"):
         make_corpus(1, seed=0)
+
+
+def _write_wfdb(tmp_path, sig_mv, fs, names, units):
+    wfdb = pytest.importorskip("wfdb")
+    scale = {"mV": 1.0, "uV": 1e3, "V": 1e-3}
+    cols = np.stack([sig_mv[i] * scale[u] for i, u in enumerate(units)], axis=1)
+    wfdb.wrsamp("rec", fs=fs, units=list(units), sig_name=list(names), p_signal=cols,
+                fmt=["16"] * len(names), adc_gain=[1000.0 / scale[u] for u in units],
+                baseline=[0] * len(names), write_dir=str(tmp_path))
+    return str(tmp_path / "rec")
+
+
+def test_read_wfdb_round_trip_units_and_lead_order(tmp_path):
+    """A record written by wfdb in shuffled lead order with mixed units (mV, uV, V) reads back as our
+    simulator's signal in mV in LEADS order (to wfdb's 16-bit quantisation, 1 uV), and measures the same."""
+    from icml26.papers.ecg_r1 import read_wfdb
+
+    p, _ = sample_params(np.random.default_rng(5))
+    sig, _ = simulate_ecg(p, fs=FS, duration_s=10.0, seed=5)
+    order = list(range(12))[::-1]
+    units = ["mV", "uV", "V"] * 4
+    path = _write_wfdb(tmp_path, sig[order], FS, [LEADS[i] for i in order], units)
+    got, fs = read_wfdb(path)
+    assert fs == FS
+    np.testing.assert_allclose(got, sig, atol=2e-3)
+    a, b = measure(sig, FS), measure(got, FS)
+    assert abs(a.hr_bpm - b.hr_bpm) < 0.5
+    assert abs(a.qrs_ms - b.qrs_ms) <= 8.0 and abs(a.qt_ms - b.qt_ms) <= 8.0
+
+
+def test_read_wfdb_refuses_missing_leads_and_unknown_units(tmp_path):
+    from icml26.papers.ecg_r1 import read_wfdb
+
+    pytest.importorskip("wfdb")
+    p, _ = sample_params(np.random.default_rng(6))
+    sig, _ = simulate_ecg(p, fs=FS, duration_s=4.0, seed=6)
+    (tmp_path / "a").mkdir()
+    path = _write_wfdb(tmp_path / "a", sig[:11], FS, LEADS[:11], ["mV"] * 11)
+    with pytest.raises(ValueError, match="lacks leads"):
+        read_wfdb(path)
+    (tmp_path / "b").mkdir()
+    path = _write_wfdb(tmp_path / "b", sig, FS, LEADS, ["mV"] * 12)
+    hea = tmp_path / "b" / "rec.hea"
+    hea.write_text(hea.read_text().replace("/mV", "/mmHg", 1))
+    with pytest.raises(ValueError, match="unit"):
+        read_wfdb(path)

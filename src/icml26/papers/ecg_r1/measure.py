@@ -205,16 +205,34 @@ def neurokit_heart_rate(sig, fs: float, lead: str = "II") -> float:
     return 60.0 / float(np.mean(np.diff(pk) / fs))
 
 
+_UNIT_TO_MV = {"mv": 1.0, "uv": 1e-3, "\u00b5v": 1e-3, "\u03bcv": 1e-3, "v": 1e3}
+
+
 def read_wfdb(path: str) -> tuple[np.ndarray, float]:
-    """Read a WFDB record (e.g. PTB-XL / MIMIC-IV-ECG) as ``(signal[12, n] in mV, fs)`` in :data:`LEADS` order."""
+    """Read a WFDB record (e.g. PTB-XL / MIMIC-IV-ECG) as ``(signal[12, n] in mV, fs)`` in :data:`LEADS` order.
+
+    Leads are matched by name (case-insensitive); each lead's header unit (mV, uV or V) is converted to mV, so
+    a record stored in microvolts is read correctly rather than left to the quality gate's plausibility check.
+    A missing lead, an unknown unit or missing samples (NaN: WFDB's gap value) raise ``ValueError``.
+    Needs the ``ecg`` extra (``wfdb``)."""
     try:
         import wfdb
     except ImportError as exc:
-        raise ImportError("reading WFDB records needs wfdb: pip install wfdb") from exc
+        raise ImportError("reading WFDB records needs wfdb: pip install 'icml26[ecg]'") from exc
     sig, fields = wfdb.rdsamp(path)
     names = [n.strip() for n in fields["sig_name"]]
+    units = [str(u).strip().lower() for u in (fields.get("units") or ["mV"] * len(names))]
     lookup = {n.lower(): i for i, n in enumerate(names)}
     missing = [ld for ld in LEADS if ld.lower() not in lookup]
     if missing:
         raise ValueError(f"record {path} lacks leads {missing} (has {names})")
-    return np.stack([sig[:, lookup[ld.lower()]] for ld in LEADS]), float(fields["fs"])
+    rows = []
+    for ld in LEADS:
+        i = lookup[ld.lower()]
+        if units[i] not in _UNIT_TO_MV:
+            raise ValueError(f"record {path}: lead {ld} has unit {fields['units'][i]!r}; expected mV, uV or V")
+        col = np.asarray(sig[:, i], dtype=float) * _UNIT_TO_MV[units[i]]
+        if not np.all(np.isfinite(col)):
+            raise ValueError(f"record {path}: lead {ld} has {int(np.sum(~np.isfinite(col)))} missing samples")
+        rows.append(col)
+    return np.stack(rows), float(fields["fs"])
