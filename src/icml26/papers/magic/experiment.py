@@ -424,6 +424,26 @@ SUBSTRATE = (
 )
 
 
+# Declared metrics (harness.metrics, issue 52.4): what each arm's run() writes; claims and gates
+# read only these. ``asr_adaptive_b*``: one per budget of ``adaptive_budgets`` (the profile varies it).
+_DEFENDER_METRICS = ("asr_vanilla", "asr_pool", "asr_fixed", "asr_heldout", "asr_heldout_guard", "asr_adaptive",
+                     "asr_adaptive_b*", "refusal_benign", "refusal_adv_benign", "helpful", "refusal_adv_harmful",
+                     "defender_updates", "defender_shift")
+_TRAINED_METRICS = ("lr", "zero_adv_share_defender", "zero_adv_groups_per_step_defender")
+_ATTACKER_METRICS = ("attacker_updates", "zero_adv_share_attacker", "zero_adv_groups_per_step_attacker",
+                     "attacker_asr_start", "attacker_asr_end", "attacker_asr_end_guard", "attacker_shift",
+                     "attacker_success_oracle", "attacker_success_guard", "reward_hack_gap",
+                     "composition_share_start", "composition_share_end", "distinct_compositions_end",
+                     "format_valid_end")
+METRICS = {
+    ARMS: _DEFENDER_METRICS,
+    "base": ("guard_error_vanilla", "guard_error_pool", "guard_error_heldout"),
+    TRAINED: _TRAINED_METRICS,
+    ATTACKER_ARMS: _ATTACKER_METRICS,
+    "magic": ("format_valid_start",),
+}
+
+
 def _robust(arm: str):
     def rule(m, c) -> Decision:
         return all_of(
