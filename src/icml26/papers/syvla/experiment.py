@@ -301,6 +301,13 @@ SCALE = ("laptop-scale: Tabletop2D (24x24 RGB, 4 objects, 2 zones, touch/put tas
          "8 object tokens, 4 query tokens) + MLP flow action expert, a shipped VQA-pretrained VLM, "
          "S1 150 (quick) / 1500 (full) SFT steps")
 
+# Declared metrics (issue 52.4): what each arm writes; the runner refuses anything else.
+METRICS = {
+    S1_ARMS: ("vqa_acc", "vqa_acc0", "retention", "success_*"),
+    "naive": ("random_success_*",),
+    S2_ARMS: ("success_id_final", "success_curve_mean", "drawdown", "positive_adv_frac", "success_ood_*"),
+}
+
 CLAIMS = (
     Claim(
         id="vl_retention",
