@@ -336,3 +336,89 @@ def test_bad_inputs_give_clear_errors():
         quantize_(_model(), {"transform": "latmix"})
     with pytest.raises(ValueError, match="frac"):
         inject_outliers(_model(), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 46: condition-number guard, finite checks on by default, likelihood-based accuracy
+# ---------------------------------------------------------------------------------------------
+
+
+def _ill_conditioned(dim: int = 64, cond: float = 1e6) -> InvertibleAffine:
+    """An LU transform whose ``A`` = H diag(s) has condition number ``cond`` exactly."""
+    t = InvertibleAffine(dim, "lu", hadamard_matrix(dim))
+    with torch.no_grad():
+        t.log_s.copy_(torch.linspace(0.0, float(torch.log(torch.tensor(cond))), dim))
+    return t
+
+
+def test_fold_refuses_an_ill_conditioned_transform_and_says_why():
+    from icml26.papers.latmix.api import MAX_CONDITION
+
+    t = _ill_conditioned(cond=1e6)
+    assert t.condition_number() == pytest.approx(1e6, rel=1e-3)
+    m = MXLinear(torch.nn.Linear(64, 40), t, "mxfp4", "mxfp4")
+    with pytest.raises(ValueError, match="condition number .* exceeds max_condition"):
+        m.fold()
+    assert not m.folded
+    m.fold(max_condition=float("inf"))  # the opt-out folds it (knowingly)
+    assert m.folded
+    # below the threshold: folds
+    ok = MXLinear(torch.nn.Linear(64, 40), _ill_conditioned(cond=0.5 * MAX_CONDITION), "mxfp4", "mxfp4")
+    ok.fold()
+    assert ok.folded
+
+
+def test_fold_guard_lets_a_diagonal_transform_of_any_condition_pass():
+    """A diagonal A (SmoothQuant) scales and unscales each channel with one rounding each: its fold
+    is exact to float32 whatever cond(A), so the guard does not refuse it."""
+    from icml26.papers.latmix.api import MAX_CONDITION
+
+    d = torch.logspace(-3, 3, 64)
+    t = InvertibleAffine(64, "fixed", torch.diag(d), bias=False)
+    assert t.condition_number() > 10 * MAX_CONDITION
+    lin = torch.nn.Linear(64, 40)
+    m = MXLinear(lin, t, None, None)
+    m.fold()
+    x = torch.randn(6, 64)
+    torch.testing.assert_close(m(x), lin(x), atol=1e-4, rtol=1e-4)
+
+
+def test_quantize_refuses_before_folding_any_layer():
+    model = _model()
+    cfg = LatmixConfig(transform="hadamard", max_condition=1e4)
+    quantize_(model, cfg, _ids(8))  # orthogonal: cond 1, folds
+    with pytest.raises(ValueError, match="max_condition"):
+        LatmixConfig(max_condition=0.5)
+
+
+def test_mx_quantizers_check_finite_by_default_and_opt_out_skips_it():
+    from icml26.papers.latmix.api import make_quantizer
+
+    x = torch.randn(4, 64)
+    x[1, 7] = float("inf")
+    with pytest.raises(ValueError):
+        mx_fake_quant(x, "mxfp4")  # the core default is on now
+    with pytest.raises(ValueError):
+        make_quantizer("mxfp4")(x)
+    out = make_quantizer("mxfp4", check_finite=False)(x)  # opt-out: no check, garbage block
+    assert out.shape == x.shape
+    torch.testing.assert_close(out[0], mx_fake_quant(x[0], "mxfp4"))  # other blocks unaffected
+    lin = MXLinear(torch.nn.Linear(64, 8), None, "mxfp4", "mxfp4")
+    with pytest.raises(ValueError):
+        lin(x)
+    with pytest.raises(TypeError):
+        LatmixConfig(check_finite=1)
+
+
+def test_soft_probe_accuracy_is_the_mean_softmax_probability_of_the_answer(monkeypatch):
+    from icml26.papers.latmix import evaluate
+
+    scores = torch.tensor([[0.0, -1.0, -2.0, -3.0], [-5.0, 0.0, -1.0, -1.0], [-1.0, -1.0, -1.0, -1.0]])
+    answer = torch.tensor([0, 2, 3])
+    monkeypatch.setattr(evaluate, "probe_scores", lambda model, seqs, cont, bs=64: scores)
+    acc, soft = evaluate.probe_metrics(torch.nn.Linear(1, 1), None, answer, 4)
+    p = torch.softmax(scores.double(), 1)
+    expected = float((p[0, 0] + p[1, 2] + p[2, 3]) / 3)
+    assert acc == pytest.approx(1 / 3)  # item 0 right, item 1 wrong, item 2 a tie -> argmax 0
+    assert soft == pytest.approx(expected, abs=1e-12)
+    assert soft == pytest.approx((0.6439142598879724 + 0.2111220146726849 + 0.25) / 3, abs=1e-9)

@@ -105,7 +105,7 @@ def mx_fake_quant(
     block_size: int = MX_BLOCK,
     scale_mode: Literal["floor", "ceil"] = "floor",
     ste: bool = True,
-    check_finite: bool = False,
+    check_finite: bool = True,
 ) -> torch.Tensor:
     """MX quantize-dequantize of ``x`` along its last axis (OCP MX v1.0, RTN ties-to-even).
 
@@ -123,7 +123,9 @@ def mx_fake_quant(
         Straight-through gradient w.r.t. ``x`` (scales and rounding are treated as constants);
         otherwise the output is detached.
     check_finite : bool
-        Raise ``ValueError`` on NaN/inf input (one extra pass; off in the hot path).
+        Default ``True``: raise ``ValueError`` on NaN/inf input (one extra pass). ``False`` skips
+        the check for speed; a block holding an inf then comes back as 0 or ±max elsewhere and a
+        NaN makes its whole block NaN (garbage in, garbage out).
 
     Returns
     -------

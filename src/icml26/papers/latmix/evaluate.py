@@ -101,4 +101,21 @@ def probe_accuracy(model: nn.Module, seqs: torch.Tensor, answer: torch.Tensor, c
     return float((s.argmax(1) == answer).float().mean())
 
 
-__all__ = ["make_probes", "nats_per_token", "probe_accuracy", "probe_scores"]
+@torch.no_grad()
+def probe_metrics(model: nn.Module, seqs: torch.Tensor, answer: torch.Tensor, cont_len: int,
+                  batch_size: int = 64) -> tuple[float, float]:
+    """``(accuracy, soft accuracy)`` of one scoring pass. Soft accuracy is the likelihood-based
+    version of the same ranking: the mean over items of the probability the model gives the true
+    continuation among the choices, ``softmax(summed log-likelihoods)[answer]`` (its expected
+    accuracy when sampling a choice in proportion to its likelihood); it moves with every change
+    of the scores, not only with a flipped argmax, so it needs far fewer items for the same s.e."""
+    was = model.training
+    model.eval()
+    s = probe_scores(model, seqs, cont_len, batch_size)
+    model.train(was)
+    acc = float((s.argmax(1) == answer).float().mean())
+    soft = float(torch.softmax(s.double(), 1).gather(1, answer[:, None]).mean())
+    return acc, soft
+
+
+__all__ = ["make_probes", "nats_per_token", "probe_accuracy", "probe_metrics", "probe_scores"]
