@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from icml26.harness import assert_pinned, run_paper
@@ -23,6 +25,38 @@ def test_smoke_runs_and_matches_pin(smoke):
         assert arm in smoke["metrics"]
     for arm in ("m1", "m2", "ctrl_aug_acc", "always_think", "never_think"):  # sampled metrics next to greedy
         assert {"T0.6/overall/accuracy", "T1.0/overall/accuracy"} <= set(smoke["metrics"][arm])
+
+
+def test_forked_stages_give_the_in_process_numbers(smoke, tmp_path):
+    """issue 54: the arms' stages run in forked workers (``workers`` = 2 by default); in process
+    (``workers`` = 1) every metric is the same number, so the parallelism changes no result."""
+    serial = run_paper(SLUG, "smoke", overrides={"workers": "1"}, out=tmp_path)
+    assert serial["status"] == "ok", serial.get("error")
+    assert serial["config"]["workers"] == 1 and smoke["config"]["workers"] == 2
+    assert serial["metrics"] == smoke["metrics"]
+
+
+def test_estimator_ablation_arm_is_m2_with_trls_estimator(tmp_path, monkeypatch):
+    """``estimator_ablation`` adds ``m2_trl``: M2's stage 2 (augmented SFT start, R_adapt) with
+    ``estimator="trl"`` and nothing else changed (the T = 0.6 report of issue 50)."""
+    from icml26.papers.adaptive_reasoning import experiment
+
+    seen = []
+    real = experiment.train_adaptive_reasoner
+
+    def spy(model, tok, sft, rl, reward, cfg, history=None):
+        if rl is not None:
+            seen.append((cfg.estimator, getattr(reward, "__name__", type(reward).__name__)))
+        return real(model, tok, sft, rl, reward, cfg, history=history)
+
+    monkeypatch.setattr(experiment, "train_adaptive_reasoner", spy)
+    cfg = replace(experiment.Config.smoke(), estimator_ablation=True, ablations=False, workers=1, grpo_steps=1,
+                  n_eval=2, n_eval_sampled=2)
+    out = experiment.run(cfg, 0)
+    assert {"m2", "m2_trl"} <= set(out.metrics)
+    assert {"T0.6/complex_accuracy", "T1.0/complex_accuracy"} <= set(out.metrics["m2_trl"])
+    assert len(seen) == 4  # b0, m2, ctrl_aug_acc (quick's stage-2 arms) and m2_trl
+    assert [e for e, _ in seen].count("trl") == 1  # only m2_trl switches the estimator
 
 
 def test_forced_modes_are_forced(smoke):

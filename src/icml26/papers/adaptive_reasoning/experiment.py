@@ -16,7 +16,12 @@ computed once per seed, issue 54). Stage 1 then continues it on the arm's own da
   R_adapt with delta = 0 (negative controls: stage 2 without the efficiency incentive).
 
 ``a1_thinkless``, ``a2_oracle`` and ``ctrl_naive_acc`` are read by no claim: ``ablations=False``
-(quick) skips them, ``full`` runs them.
+(quick) skips them, ``full`` runs them. ``m2_trl`` (``estimator_ablation=True``; full, and
+``benchmarks/adaptive_reasoning_sampled_drop.py`` on the quick substrate) is M2 with TRL's estimator
+in place of AdaptThink's: the sampled-accuracy report at T = 0.6, no claim.
+
+The arms' stages are independent: stage 1 (per SFT dataset) and stage 2 (per arm) run in up to
+``workers`` forked processes (issue 54), with the same numbers as in process (tested).
 
 Stage-2 prompts follow the natural mix (simple-concise, complex-concise, complex-verbose; no
 verbose-simple prompts) for every arm, so robustness can only come from stage 1 or from the reward
@@ -33,6 +38,7 @@ stage 2 only where augmented SFT + correctness-only GRPO (``ctrl_aug_acc``) fail
 from __future__ import annotations
 
 import copy
+import io
 import math
 import time
 from dataclasses import dataclass, replace
@@ -85,8 +91,10 @@ class Config(ExperimentConfig):
     n_eval_sampled: int = 80
     ref_samples: int = 8
     ablations: bool = True
+    estimator_ablation: bool = False  # also M2 with TRL's estimator (``m2_trl``; the T = 0.6 report)
+    workers: int = 2  # processes for the arms' independent stages (1: in process); same numbers either way
 
-    BOUNDS = {"sft_base_steps": (0, 10**6), "naive_simple_verbose_frac": (0.0, 1.0), "n_eval": (1, 100000), "n_eval_sampled": (0, 100000), "ref_samples": (1, 64),
+    BOUNDS = {"workers": (1, 64), "sft_base_steps": (0, 10**6), "naive_simple_verbose_frac": (0.0, 1.0), "n_eval": (1, 100000), "n_eval_sampled": (0, 100000), "ref_samples": (1, 64),
               "num_generations": (2, 64), "sft_examples": (2, 10**7)}
 
     def extra_checks(self) -> None:
@@ -106,7 +114,7 @@ class Config(ExperimentConfig):
 
     @classmethod
     def full(cls):
-        return cls(seeds=(0, 1, 2), sft_examples=40000, sft_base_steps=900, sft_steps=600, grpo_steps=100,
+        return cls(seeds=(0, 1, 2), estimator_ablation=True, sft_examples=40000, sft_base_steps=900, sft_steps=600, grpo_steps=100,
                    grpo_batch_size=16, n_eval=1000, n_eval_sampled=500, ref_samples=16)
 
 
@@ -114,13 +122,57 @@ class Config(ExperimentConfig):
 #: rarer on simple problems than on complex ones, 0.5); the verdicts could depend on it (CLAIMS.md rule 9)
 PROTOCOL_KNOBS = {"naive_simple_verbose_frac": (0.05, 0.1, 0.25)}
 BASE_SEED_OFFSET = 500  # the base stage's data and minibatch order differ from the arm stage's
+CPU_PHASES = ("sft", "ref_accuracy", "grpo", "eval_greedy", "eval_sampled")
 SAMPLING_TEMPERATURES = (0.6, 1.0)  # AdaptThink's rollout/eval temperature and TRL's default
+CELL_METRICS = ("accuracy", "think_rate", "tokens", "mode_accuracy", "invalid_rate", "think_prob")
+
+
+_TASKS: list = []
+
+
+def _call_task(i: int):
+    return _TASKS[i]()
+
+
+def _fork_map(tasks: list, workers: int) -> list:
+    """``[t() for t in tasks]``, in up to ``workers`` forked processes (issue 54: the arms' stages are
+    independent, and two cores run two of them at once). Every task draws only from its own seeded
+    generators and runs with the parent's thread count, so its numbers are the same in a worker as in
+    process (tested). Serial where ``workers`` is 1, there is one task, or ``fork`` is unavailable."""
+    import multiprocessing as mp
+
+    if workers <= 1 or len(tasks) <= 1 or "fork" not in mp.get_all_start_methods():
+        return [t() for t in tasks]
+    global _TASKS
+    _TASKS = list(tasks)
+    threads = torch.get_num_threads()
+    try:
+        with mp.get_context("fork").Pool(min(workers, len(tasks)), initializer=torch.set_num_threads,
+                                         initargs=(threads,), maxtasksperchild=1) as pool:
+            return pool.map(_call_task, range(len(tasks)), chunksize=1)
+    finally:
+        _TASKS = []
+
+
+def _to_bytes(state: dict) -> bytes:
+    """A state dict as ``torch.save`` bytes: a worker's result must not hold tensors, which torch
+    would send as shared-memory handles that die with the worker."""
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return buf.getvalue()
+
+
+def _add_cpu(cpu: dict, outs: list[dict]) -> None:
+    """Add the CPU seconds each task spent (its own ``cpu`` dict) to ``cpu``."""
+    for o in outs:
+        for k, v in o.items():
+            cpu[k] += v
 
 
 def _flatten(report: dict, prefix: str = "") -> dict[str, float]:
     out = {}
     for cell in (*CELLS, "overall"):
-        for m in ("accuracy", "think_rate", "tokens", "mode_accuracy", "invalid_rate", "think_prob"):
+        for m in CELL_METRICS:
             out[f"{prefix}{cell}/{m}"] = report[cell][m]
     out[f"{prefix}robustness_gap"] = report["summary"]["robustness_gap"]
     out[f"{prefix}think_prob_gap"] = report["simple-verbose"]["think_prob"] - report["simple-concise"]["think_prob"]
@@ -152,9 +204,9 @@ def run(config: Config, seed: int) -> SeedOutput:
                                               simple_verbose_frac=config.naive_simple_verbose_frac),
                     "aug": task.sft_dataset(config.sft_examples, augment_verbose=True, seed=seed)}
 
-    cpu = {"sft": 0.0, "ref_accuracy": 0.0, "grpo": 0.0, "eval_greedy": 0.0, "eval_sampled": 0.0}
+    cpu = dict.fromkeys(CPU_PHASES, 0.0)
 
-    def evaluate(model, force=None, sampled=False, forced_complex=False):
+    def evaluate(model, cpu, force=None, sampled=False, forced_complex=False):
         t0 = time.process_time()
         with phase("eval_greedy"):
             out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
@@ -174,7 +226,7 @@ def run(config: Config, seed: int) -> SeedOutput:
             cpu["eval_sampled"] += time.process_time() - t1
         return out
 
-    sft_models, hist, ref_acc = {}, {}, {}
+    hist: dict = {}
     base = copy.deepcopy(init)
     if config.sft_base_steps:
         h = {}
@@ -184,20 +236,34 @@ def run(config: Config, seed: int) -> SeedOutput:
                                 history=h)
         cpu["sft"] += time.process_time() - t0
         hist["sft_base"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
-    for name, ds in sft_data.items():
+
+    def stage1(name: str):
+        """SFT on the arm's data, Rbar_ref of the SFT model, and its evaluation (independent per arm)."""
         model = copy.deepcopy(base)
-        h = {}
+        h, cpu = {}, dict.fromkeys(CPU_PHASES, 0.0)
         t0 = time.process_time()
-        train_adaptive_reasoner(model, tok, ds, None, None, cfg, history=h)
+        train_adaptive_reasoner(model, tok, sft_data[name], None, None, cfg, history=h)
         t1 = time.process_time()
         cpu["sft"] += t1 - t0
-        sft_models[name] = model
-        hist[f"sft_{name}"] = h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)]
         # Rbar_ref(x): the stage-1 model's forced-think accuracy at the rollout temperature
         with phase("ref_accuracy"):
-            ref_acc[name] = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
-                                                     max_new_tokens=C, temperature=cfg.temperature, seed=seed)
+            ref = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
+                                           max_new_tokens=C, temperature=cfg.temperature, seed=seed)
         cpu["ref_accuracy"] += time.process_time() - t1
+        met = evaluate(model, cpu, sampled=name == "aug")
+        return {"state": _to_bytes(model.state_dict()), "hist": h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)],
+                "ref": ref, "metrics": met, "cpu": cpu}
+
+    with phase("stage1"):
+        out1 = dict(zip(sft_data, _fork_map([lambda n=n: stage1(n) for n in sft_data], config.workers),
+                        strict=True))
+    _add_cpu(cpu, [o["cpu"] for o in out1.values()])
+    sft_models, ref_acc = {}, {}
+    for name, o in out1.items():
+        model = copy.deepcopy(base)
+        model.load_state_dict(torch.load(io.BytesIO(o["state"]), weights_only=True))
+        sft_models[name], ref_acc[name] = model, o["ref"]
+        hist[f"sft_{name}"] = o["hist"]
 
     def reward(kind: str, start: str):
         if kind == "adapt":
@@ -211,22 +277,34 @@ def run(config: Config, seed: int) -> SeedOutput:
             "ctrl_aug_acc": ("aug", "acc")}
     if not config.ablations:  # only the arms some claim reads
         plan = {k: v for k, v in plan.items() if k in CLAIM_ARMS}
-    sampled_arms = ("b0", "m1", "m2", "ctrl_aug_acc", "always_think", "never_think")
-    metrics: dict[str, dict[str, float]] = {
-        "b0_sft": evaluate(sft_models["naive"]),
-        "m1": evaluate(sft_models["aug"], sampled=True),
-    }
-    for arm, (start, kind) in plan.items():
+    if config.estimator_ablation:  # M2 with TRL's group-relative estimator instead of AdaptThink's
+        plan["m2_trl"] = ("aug", "adapt")
+    sampled_arms = ("b0", "m1", "m2", "m2_trl", "ctrl_aug_acc", "always_think", "never_think")
+
+    def stage2(arm: str):
+        """GRPO from the arm's SFT model and the arm's evaluations (independent per arm)."""
+        start, kind = plan[arm]
         model = copy.deepcopy(sft_models[start])
-        h = {}
+        h, cpu = {}, dict.fromkeys(CPU_PHASES, 0.0)
         t0 = time.process_time()
-        train_adaptive_reasoner(model, tok, None, rl, reward(kind, start), cfg, history=h)
+        train_adaptive_reasoner(model, tok, None, rl, reward(kind, start),
+                                replace(cfg, estimator="trl") if arm == "m2_trl" else cfg, history=h)
         cpu["grpo"] += time.process_time() - t0
-        metrics[arm] = evaluate(model, sampled=arm in sampled_arms, forced_complex=arm in ("m2", "ctrl_aug_acc"))
-        hist[f"grpo_{arm}"] = [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]]
+        met = {arm: evaluate(model, cpu, sampled=arm in sampled_arms,
+                             forced_complex=arm in ("m2", "ctrl_aug_acc"))}
         if arm == "b0":
-            metrics["always_think"] = evaluate(model, force="think", sampled=True)
-            metrics["never_think"] = evaluate(model, force="no_think", sampled=True)
+            met["always_think"] = evaluate(model, cpu, force="think", sampled=True)
+            met["never_think"] = evaluate(model, cpu, force="no_think", sampled=True)
+        return {"metrics": met, "hist": [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]],
+                "cpu": cpu}
+
+    metrics: dict[str, dict[str, float]] = {"b0_sft": out1["naive"]["metrics"], "m1": out1["aug"]["metrics"]}
+    with phase("stage2"):
+        out2 = dict(zip(plan, _fork_map([lambda a=a: stage2(a) for a in plan], config.workers), strict=True))
+    _add_cpu(cpu, [o["cpu"] for o in out2.values()])
+    for arm, o in out2.items():
+        metrics.update(o["metrics"])
+        hist[f"grpo_{arm}"] = o["hist"]
     params = init.num_parameters()
     for m in metrics.values():
         m["params"] = float(params)
@@ -338,6 +416,20 @@ SUBSTRATE = (
 )
 _SFT_GATES = ("naive_sft_does_task", "aug_sft_does_task")
 _B0_FAILURE = ("b0_thinks_on_verbose", "b0_direct_on_concise")
+
+
+#: what each arm writes (issue 52.4; the runner refuses anything else): greedy metrics per cell for
+#: every arm, sampled ones (``T0.6/``, ``T1.0/``) for the arms evaluated sampled, and the forced-mode
+#: complex accuracy (the efficiency precondition) for the arms ``efficiency`` judges
+_GREEDY = (*(f"{cell}/{m}" for cell in (*CELLS, "overall") for m in CELL_METRICS),
+           "robustness_gap", "think_prob_gap", "complex_accuracy")
+_SAMPLED = tuple(f"T{t}/{name}" for t in SAMPLING_TEMPERATURES for name in _GREEDY)
+_FORCED = ("forced_think/complex_accuracy", "forced_no_think/complex_accuracy")
+METRICS = {
+    ("b0_sft", "a1_thinkless", "a2_oracle", "ctrl_naive_acc"): (*_GREEDY, "params"),
+    ("m1", "b0", "always_think", "never_think", "m2_trl"): (*_GREEDY, *_SAMPLED, "params"),
+    ("m2", "ctrl_aug_acc"): (*_GREEDY, *_SAMPLED, *_FORCED, "params"),
+}
 
 
 SCALE = ("laptop-scale: ~0.1M-param char transformer trained from scratch on mod-10 costume "
