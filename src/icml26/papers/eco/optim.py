@@ -28,6 +28,8 @@ the exact two-error rule (an ablation that reproduces the master-weight trajecto
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -46,8 +48,20 @@ from icml26.core.quant import (
 )
 from icml26.core.quant.rows import decode_rows, requantize_rows_, supports_rows
 
+from . import _kernel
+
 _CHUNK = 1 << 18
 """Elements per chunk of the flat fast path (1 MB of float32 per temporary)."""
+_SUBCHUNK = 1 << 16
+"""Elements per call of the chunked C kernel (64 KB per array: the passes of one call stay in L2)."""
+_GROUP = 1 << 12
+"""Elements per row group of the one-call kernel (16 KB per temporary: L1)."""
+
+
+def _i64(values: list[int]):
+    """A C array of int64 (pointers, sizes) for the kernel."""
+    return (ctypes.c_int64 * len(values))(*values)
+
 
 DEFAULT_WEIGHT_FORMAT = QuantSpec("fp8_e4m3", granularity="channel", axis=-1, scale_kind="e8m0")
 """FP8 E4M3 with one power-of-two (E8M0) scale per output row. The paper's pre-training runs
@@ -98,6 +112,8 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
             raise TypeError(f"weight_format must be a QuantSpec or None, got {type(spec).__name__}")
         if group["rounding"] not in ("nearest", "stochastic"):
             raise ValueError(f"rounding must be 'nearest' or 'stochastic', got {group['rounding']!r}")
+        if group.get("sham_feedback") and not group["error_feedback"]:
+            raise ValueError("sham_feedback replaces the injected error: it needs error_feedback=True")
         for p in group["params"]:
             if not p.is_floating_point():
                 raise TypeError(f"parameters must be floating point, got {p.dtype}")
@@ -196,6 +212,16 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
                 out[k] = float(sum(v[-n:]) / n)
         return out
 
+    def _injected(self, err: torch.Tensor, group: dict) -> torch.Tensor:
+        """The error that is injected: ``err`` itself, or with ``sham_feedback`` (a negative
+        control) ``err``'s values randomly permuted over the tensor's coordinates: the same
+        magnitudes and the same momentum perturbation, no information on where the rounding
+        error is."""
+        if not group.get("sham_feedback"):
+            return err
+        perm = torch.randperm(err.numel(), generator=self.generator, device=err.device)
+        return err.reshape(-1)[perm].view_as(err)
+
     @staticmethod
     def _grad(p: torch.Tensor) -> torch.Tensor:
         g = p.grad
@@ -242,6 +268,10 @@ class ECOSGD(_QuantizedWeightOptimizer):
         Rounding of the re-quantization (paper: ECO works with both, SR best).
     error_feedback : bool
         ``False`` = naive master-weight removal ``θ̂' = q(θ̂ - η m)``.
+    sham_feedback : bool
+        Negative control: inject the error's values randomly permuted over the coordinates of
+        each tensor (same magnitudes, no information on where the error is; draws from
+        ``generator``). Needs ``error_feedback``.
     exact_feedback : bool
         Ablation: store ``e_t`` and use ``m' = m̃ + e_t/η - e_{t+1}/(βη)`` (exact when η is
         constant: reproduces the master-weight trajectory; costs one float32 buffer).
@@ -260,7 +290,8 @@ class ECOSGD(_QuantizedWeightOptimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, momentum: float = 0.9, dampening: float = 0.0,
                  weight_decay: float = 0.0, *, weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT,
                  rounding: str = "stochastic", error_feedback: bool = True, exact_feedback: bool = False,
-                 release_weights: bool = True, generator: torch.Generator | None = None,
+                 sham_feedback: bool = False, release_weights: bool = True,
+                 generator: torch.Generator | None = None,
                  diagnostics: bool = False, track_error_cosine: bool = False) -> None:
         _check_hparam("lr", lr)
         _check_hparam("momentum", momentum, 0.0, 1.0, high_open=True)
@@ -272,7 +303,8 @@ class ECOSGD(_QuantizedWeightOptimizer):
             raise ValueError("ECO error feedback needs momentum > 0 (coefficient 1 - 1/momentum)")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         weight_format=weight_format, rounding=rounding,
-                        error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback))
+                        error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback),
+                        sham_feedback=bool(sham_feedback))
         super().__init__(params, defaults, release_weights=release_weights, generator=generator,
                          diagnostics=diagnostics, track_error_cosine=track_error_cosine)
 
@@ -326,7 +358,7 @@ class ECOSGD(_QuantizedWeightOptimizer):
                     buf.add_(err, alpha=-1.0 / (beta * lr))
                     state["error"] = err
                 elif lr > 0 and group["error_feedback"]:
-                    buf.add_(err, alpha=(1.0 / lr) * (1.0 - 1.0 / beta))
+                    buf.add_(self._injected(err, group), alpha=(1.0 / lr) * (1.0 - 1.0 / beta))
         self._finish_step(stats)
         return loss
 
@@ -356,6 +388,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         Default "stochastic" (the paper's best frontier is ECO + SR, Fig. 1).
     error_feedback : bool
         ``False`` = naive master-weight removal.
+    sham_feedback : bool
+        Negative control (see :class:`ECOSGD`); uses the per-parameter path.
     exact_feedback : bool
         Ablation: store ``e_t`` and add it back in weight space, ``θ̃ = (1-ηλ)(θ̂ + e_t) - η u``
         (the exact correction; the momentum form would need the next step's ``D``): reproduces
@@ -388,7 +422,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, *,
                  weight_format: QuantSpec | None = DEFAULT_WEIGHT_FORMAT, rounding: str = "stochastic",
-                 error_feedback: bool = True, exact_feedback: bool = False,
+                 error_feedback: bool = True, exact_feedback: bool = False, sham_feedback: bool = False,
                  decay_in_injection: bool = True, release_weights: bool = True,
                  generator: torch.Generator | None = None, diagnostics: bool = False,
                  track_error_cosine: bool = False, batched: bool = True) -> None:
@@ -407,7 +441,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         weight_format=weight_format, rounding=rounding,
                         error_feedback=bool(error_feedback), exact_feedback=bool(exact_feedback),
-                        decay_in_injection=bool(decay_in_injection))
+                        sham_feedback=bool(sham_feedback), decay_in_injection=bool(decay_in_injection))
         super().__init__(params, defaults, release_weights=release_weights, generator=generator,
                          diagnostics=diagnostics, track_error_cosine=track_error_cosine)
 
@@ -422,7 +456,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             self._check_lr(lr, group)
             quantized = group["weight_format"] is not None
-            if quantized and self.batched and not group["exact_feedback"] and not self.track_error_cosine:
+            if (quantized and self.batched and not group["exact_feedback"] and not self.track_error_cosine
+                    and not group.get("sham_feedback")):
                 self._batched_quantized_step(group, stats)
                 continue
             if not quantized and self.batched:
@@ -460,7 +495,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                     coeff = (b1 / lr) * (1.0 - 1.0 / beta1)
                     if group["decay_in_injection"]:
                         coeff *= 1 - lr * wd
-                    m.add_(denom * err, alpha=coeff)
+                    m.add_(denom * self._injected(err, group), alpha=coeff)
         self._finish_step(stats)
         return loss
 
@@ -477,8 +512,16 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         grads = [p.grad for p in ps]
         if any(g.is_sparse for g in grads):
             raise TypeError("sparse gradients are not supported")
-        norms = torch._foreach_norm(grads)
-        if not bool(torch.isfinite(torch.stack(norms)).all()):
+        lib = None if self.track_diagnostics or spec.scale_kind != "e8m0" else _kernel.kernel()
+        if lib is not None and not all(g.dtype == torch.float32 and g.device.type == "cpu"
+                                       and g.is_contiguous() for g in grads):
+            lib = None
+        if lib is not None:  # one read of the gradients, no reduction kernels
+            finite = bool(lib.all_finite(_i64([g.data_ptr() for g in grads]),
+                                         _i64([g.numel() for g in grads]), len(grads)))
+        else:
+            finite = bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all())
+        if not finite:
             raise ValueError("gradient contains NaN or infinite values")
         for p in ps:
             state = self.state[p]
@@ -489,24 +532,35 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         steps = [self.state[p]["step"] for p in ps]
         torch._foreach_add_(steps, 1.0)
         ts = [float(t) for t in steps]
-        ms = [self.state[p]["exp_avg"] for p in ps]
-        vs = [self.state[p]["exp_avg_sq"] for p in ps]
-        torch._foreach_lerp_(ms, grads, 1 - beta1)
-        torch._foreach_mul_(vs, beta2)
-        torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
         # fast path: parameters whose rows are their scale blocks (FP8 codes) live in one flat
-        # buffer per block length (codes, scales, moments); one set of whole-buffer ops updates them
+        # buffer per block length (codes, scales, moments); one set of whole-buffer ops updates
+        # them, or the one-pass C kernel (moments included) where it is available
         flat: dict[int, list[int]] = {}
         for i, p in enumerate(ps):
             k = self._flat_key(p, spec)
             if k > 0:
                 flat.setdefault(k, []).append(i)
-        done: set[int] = set()
+        jobs = []  # (bucket, indices, kernel?) in bucket order (the order of the random draws)
         for k, idx in flat.items():
             if len({ts[i] for i in idx}) != 1:
                 continue  # parameters at different step counts: the general path below
             bucket = self._flat_bucket(group, k, [ps[i] for i in idx])
-            self._flat_update(bucket, group, ts[idx[0]], stats)
+            jobs.append((bucket, idx, lib is not None and not bucket.has_cache))
+        in_kernel = {i for _, idx, use in jobs if use for i in idx}
+        upd = [i for i in range(len(ps)) if i not in in_kernel]
+        ms = [self.state[p]["exp_avg"] for p in ps]
+        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        if upd:
+            mu, vu, gu = [ms[i] for i in upd], [vs[i] for i in upd], [grads[i] for i in upd]
+            torch._foreach_lerp_(mu, gu, 1 - beta1)
+            torch._foreach_mul_(vu, beta2)
+            torch._foreach_addcmul_(vu, gu, gu, value=1 - beta2)
+        done: set[int] = set()
+        for bucket, idx, use in jobs:
+            if use:
+                self._flat_update_kernel(lib, bucket, group, ts[idx[0]], [grads[i] for i in idx])
+            else:
+                self._flat_update(bucket, group, ts[idx[0]], stats)
             done.update(idx)
         if done:
             keep = [i for i in range(len(ps)) if i not in done]
@@ -573,7 +627,14 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         grads = [p.grad for p in ps]
         if any(g.is_sparse for g in grads):
             raise TypeError("sparse gradients are not supported")
-        if not bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all()):
+        lib = _kernel.kernel()
+        if lib is not None and all(g.dtype == torch.float32 and g.device.type == "cpu"
+                                   and g.is_contiguous() for g in grads):
+            finite = bool(lib.all_finite(_i64([g.data_ptr() for g in grads]),
+                                         _i64([g.numel() for g in grads]), len(grads)))
+        else:
+            finite = bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all())
+        if not finite:
             raise ValueError("gradient contains NaN or infinite values")
         for p in ps:
             state = self.state[p]
@@ -613,6 +674,63 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         if bucket is None or not bucket.valid(params, self.state):
             bucket = self._flat_buckets[key] = _FlatBucket(params, k, self.state)
         return bucket
+
+    def _flat_update_kernel(self, lib, b: _FlatBucket, group: dict, t: float,
+                            grads: list[torch.Tensor]) -> None:
+        """:meth:`_flat_update` (moments included) by the one-pass C kernel of
+        :mod:`icml26.papers.eco._kernel`: same arithmetic, same float32 roundings, same random
+        words in the same chunks, hence the same bits (tested against the eager path)."""
+        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        spec: QuantSpec = group["weight_format"]
+        f = spec.format
+        b1, b2 = 1 - beta1**t, 1 - beta2**t
+        decay = 1 - lr * wd
+        coeff = 0.0
+        if lr > 0 and group["error_feedback"]:
+            coeff = (b1 / lr) * (1.0 - 1.0 / beta1)
+            if group["decay_in_injection"]:
+                coeff *= decay
+        n_rows, k = b.codes.shape
+        step_rows = max(1, _CHUNK // k)
+        seg_end = _i64(list(itertools.accumulate(b.rows)))
+        seg_ptr = _i64([g.data_ptr() for g in grads])
+        stochastic = group["rounding"] == "stochastic"
+        sqrt_fn = _kernel.sqrt_function()
+        gen = self.generator if self.generator is not None else torch.default_generator
+        state = gen.get_state() if stochastic else None
+        if (sqrt_fn is not None and (not stochastic or (k % 2 == 0 and _kernel.mt_ok()
+                                                       and state.numel() == _kernel.STATE_BYTES))):
+            # one call: moments, sqrt, random words and update per group of rows, in cache; with
+            # k even the random words do not depend on how the rows are chunked
+            g_rows = max(1, _GROUP // k)
+            sq, rbuf, tmp = torch.empty(g_rows * k), torch.empty(g_rows * k, dtype=torch.int32), torch.empty(k)
+            lib.eco_step(n_rows, k, g_rows, b.codes.data_ptr(), b.scale.data_ptr(), b.m.data_ptr(),
+                         b.v.data_ptr(), seg_end, seg_ptr, None if state is None else state.data_ptr(),
+                         sqrt_fn, _kernel.VML_MODE, f.mbits, f.ebits, f.bias, f.max_normal, 1 - beta1,
+                         beta2, 1 - beta2, math.sqrt(b2), eps, decay, -lr / b1, coeff, bool(coeff),
+                         sq.data_ptr(), rbuf.data_ptr(), tmp.data_ptr())
+            if state is not None:
+                gen.set_state(state)
+            b.mark_updated(None)
+            return
+        sub = max(1, _SUBCHUNK // k)  # rows per kernel call: its m, v, g, sqrt rows stay in cache
+        tmp, sq = torch.empty(k), torch.empty(sub * k)
+        codes, scale, m, v = (b.codes.data_ptr(), b.scale.data_ptr(), b.m.data_ptr(), b.v.data_ptr())
+        for r0 in range(0, n_rows, step_rows):
+            r1 = min(n_rows, r0 + step_rows)
+            rb = _kernel.random_bits((r1 - r0) * k, self.generator) if stochastic else None
+            for s0 in range(r0, r1, sub):
+                n = min(r1, s0 + sub) - s0
+                lib.eco_moments(n, k, m + 4 * s0 * k, v + 4 * s0 * k, seg_end, seg_ptr, s0,
+                                1 - beta1, beta2, 1 - beta2)
+                out = sq[:n * k].view(n, k)
+                torch.sqrt(b.v[s0:s0 + n], out=out)  # torch's own sqrt (MKL: not correctly rounded)
+                lib.eco_update(n, k, codes + s0 * k, scale + s0, m + 4 * s0 * k, out.data_ptr(),
+                               None if rb is None else rb.data_ptr() + 4 * (s0 - r0) * k, f.mbits,
+                               f.ebits, f.bias, f.max_normal, math.sqrt(b2), eps,
+                               decay, -lr / b1, coeff, bool(coeff),
+                               tmp.data_ptr())
+        b.mark_updated(None)
 
     def _flat_update(self, b: _FlatBucket, group: dict, t: float, stats: list[float]) -> None:
         """The ECO-AdamW update of one flat bucket (moments already updated in place)."""

@@ -1,0 +1,439 @@
+"""One-pass C kernel for the ECO-AdamW update of flat FP8 buckets (the optimizer's fast path).
+
+The eager fast path (:meth:`ECOAdamW._flat_update` with ``torch`` ops) makes about a dozen
+passes over memory per step: the moments (lerp, mul, addcmul), the denominator (sqrt, div,
+add), the decode, the AdamW step, the row absmax, the rounding, the error and the injection.
+This kernel does the same arithmetic **in the same order with the same float32 roundings** in
+two sweeps over each row (the row's temporaries stay in L1), so it gives the same bits as the
+eager path (tested against it, :mod:`tests.papers.eco.test_kernel`): ``lerp`` as ATen's
+vectorised ``fmadd(w, end - self, self)``, ``addcmul``/``addcdiv`` as ``self + (s * a) * b`` and
+``self + (s * a) / b``, division and square root correctly rounded, no other contraction
+(``-ffp-contract=off``). Stochastic rounding reads the random words that the eager path draws
+from the optimizer's ``torch.Generator`` (same stream, same chunks).
+
+The kernel is plain C compiled once with the system C compiler (``cc``, ~1 s) into a per-user
+cache directory and loaded with ``ctypes``; no torch headers, no build step at install time.
+Without a compiler (or with ``ICML26_ECO_KERNEL=0``) :func:`kernel` returns ``None`` and the
+optimizer uses the eager path: same results, slower.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from icml26.core.quant import rows as _rows
+
+_SRC = r"""
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+static inline uint32_t fb(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
+static inline float bf(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
+
+/* 2^x as a float32 for x in [-149, 127] (ldexpf(1, x) without the call) */
+static inline float pow2f(int x) {
+    return x >= -126 ? bf((uint32_t)(x + 127) << 23) : bf(1u << (x + 149));
+}
+
+/* ceil(log2(ratio)) as frexp gives it: ratio = mm 2^e, mm in [0.5, 1), minus (mm == 0.5) */
+static inline int ceil_log2(float ratio) {
+    uint32_t u = fb(ratio);
+    uint32_t E = (u >> 23) & 0xffu;
+    if (E == 0 || E == 0xffu) {  /* subnormal (or not finite): the library's frexpf */
+        int e; float mm = frexpf(ratio, &e);
+        return e - (mm == 0.5f);
+    }
+    return (int)E - 126 - ((u & 0x7fffffu) == 0);
+}
+
+/* 1 when every value of every segment is finite */
+int all_finite(const int64_t *ptrs, const int64_t *sizes, int64_t n_seg) {
+    for (int64_t s = 0; s < n_seg; s++) {
+        const uint32_t *x = (const uint32_t *)(intptr_t)ptrs[s];
+        uint32_t bad = 0;
+        for (int64_t i = 0; i < sizes[s]; i++) bad |= ((x[i] & 0x7f800000u) == 0x7f800000u);
+        if (bad) return 0;
+    }
+    return 1;
+}
+
+/* torch's CPU generator (mt19937, ATen's core/MT19937RNGEngine.h) on its serialised state
+   (CPUGeneratorImpl::get_state: uint64 seed at 0, int32 left at 8, int32 seeded at 12, uint64
+   next at 16, 624 uint64-widened state words at 24). mt_random_bits writes the int32 words of
+   `torch.empty(n_words / 2, dtype=int64).random_(generator)` (each int64 = (d1 << 32 | d2) mod
+   2^63 from two engine outputs d1, d2: words d2, d1 & 0x7fffffff) and advances the state. */
+static void mt_twist(uint32_t *st) {
+    const uint32_t A = 0x9908b0dfu, U = 0x80000000u, L = 0x7fffffffu;
+    int i;
+    for (i = 0; i < 624 - 397; i++) {
+        uint32_t y = (st[i] & U) | (st[i + 1] & L);
+        st[i] = st[i + 397] ^ (y >> 1) ^ ((st[i + 1] & 1u) ? A : 0u);
+    }
+    for (; i < 623; i++) {
+        uint32_t y = (st[i] & U) | (st[i + 1] & L);
+        st[i] = st[i + 397 - 624] ^ (y >> 1) ^ ((st[i + 1] & 1u) ? A : 0u);
+    }
+    uint32_t y = (st[623] & U) | (st[0] & L);
+    st[623] = st[396] ^ (y >> 1) ^ ((st[0] & 1u) ? A : 0u);
+}
+
+static void mt_load(const uint8_t *gstate, uint32_t *st, int32_t *left, uint64_t *next) {
+    memcpy(left, gstate + 8, 4);
+    memcpy(next, gstate + 16, 8);
+    for (int i = 0; i < 624; i++) { uint64_t w; memcpy(&w, gstate + 24 + 8 * i, 8); st[i] = (uint32_t)w; }
+}
+
+static void mt_store(uint8_t *gstate, const uint32_t *st, int32_t left, uint64_t next) {
+    memcpy(gstate + 8, &left, 4);
+    memcpy(gstate + 16, &next, 8);
+    for (int k = 0; k < 624; k++) { uint64_t w = st[k]; memcpy(gstate + 24 + 8 * k, &w, 8); }
+}
+
+/* n_words (even) words of int64 random_ draws, see above */
+static void mt_words(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *out, int64_t n_words) {
+    int32_t left = *left_; uint64_t next = *next_;
+    int64_t i = 0;
+    while (i < n_words) {
+        if (left == 1) { mt_twist(st); left = 625; next = 0; }
+        int64_t take = left - 1;
+        if (take > n_words - i) take = n_words - i;
+        for (int64_t j = 0; j < take; j++) {
+            uint32_t y = st[next + j];
+            y ^= (y >> 11);
+            y ^= (y << 7) & 0x9d2c5680u;
+            y ^= (y << 15) & 0xefc60000u;
+            y ^= (y >> 18);
+            out[i + j] = y;
+        }
+        i += take; left -= (int32_t)take; next += (uint64_t)take;
+    }
+    for (int64_t p = 0; p + 1 < n_words; p += 2) {
+        uint32_t d1 = out[p], d2 = out[p + 1];
+        out[p] = d2; out[p + 1] = d1 & 0x7fffffffu;
+    }
+    *left_ = left; *next_ = next;
+}
+
+void mt_random_bits(uint8_t *gstate, uint32_t *out, int64_t n_words) {
+    uint32_t st[624]; int32_t left; uint64_t next;
+    mt_load(gstate, st, &left, &next);
+    mt_words(st, &left, &next, out, n_words);
+    mt_store(gstate, st, left, next);
+}
+
+/* FP8 code (E4M3FN: mbits 3, bias 7; E5M2: mbits 2, bias 15) of a float32 y with |y| <= max,
+   round to nearest even (as torch's cast), subnormals included; branch-free (vectorises).
+   Subnormal range: |y| 2^(mbits - emin) < 2^mbits is rounded to an integer by adding 2^23
+   (float addition rounds to nearest even) and reading the low mantissa bits. */
+static inline uint8_t rne_code(float y, int mbits, int bias, float up, float sub_thr) {
+    uint32_t u = fb(y);
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t a = u & 0x7fffffffu;
+    float ay = bf(a);
+    uint32_t qs = fb(ay * up + 8388608.0f) & 0x7fffffu;
+    int d = 23 - mbits;
+    uint32_t an = a + ((1u << (d - 1)) - 1u) + ((a >> d) & 1u);
+    uint32_t qn = (an >> d) - ((uint32_t)(127 - bias) << mbits);
+    return (uint8_t)(sign | (ay < sub_thr ? qs : qn));
+}
+
+/* The value of an FP8 code as a float32 (never a float32 subnormal: the eager path's
+   2^-(127 - bias)-scaled decode is a float32 subnormal for FP8 subnormal codes, and arithmetic
+   on those is slow; multiplying the exact value by f gives the same float as multiplying that
+   scaled value by 2^(127 - bias) f, the eager path's one rounding). */
+static inline float decode(uint8_t c, int mbits, int ebits, int bias, float sub_unit) {
+    uint32_t sign = ((uint32_t)c & 0x80u) << 24;
+    uint32_t e = ((uint32_t)c >> mbits) & ((1u << ebits) - 1u);
+    uint32_t mt = (uint32_t)c & ((1u << mbits) - 1u);
+    uint32_t normal = sign | ((e + (uint32_t)(127 - bias)) << 23) | (mt << (23 - mbits));
+    uint32_t sub = sign | fb((float)(int32_t)mt * sub_unit);
+    return bf(e ? normal : sub);
+}
+
+/* Row pointer of a gradient segment table (seg_end: cumulative rows, seg_ptr: data pointers) */
+static inline const float *grad_row(const int64_t *seg_end, const int64_t *seg_ptr, int *seg,
+                                    int64_t gr, int64_t k) {
+    while (seg_end[*seg] <= gr) (*seg)++;
+    int64_t start = *seg ? seg_end[*seg - 1] : 0;
+    return (const float *)(intptr_t)seg_ptr[*seg] + (gr - start) * k;
+}
+
+/* Adam moments of rows [row0, row0 + n_rows): m = lerp(m, g, w) (ATen: fmadd), v = v * beta2
+   + (omb2 * g) * g (ATen addcmul: one fused multiply-add) */
+void eco_moments(int64_t n_rows, int64_t k, float *restrict m, float *restrict v, const int64_t *seg_end,
+                 const int64_t *seg_ptr, int64_t row0, float w, float beta2, float omb2) {
+    int seg = 0;
+    float wm1 = w - 1.0f;
+    int small_w = fabsf(w) < 0.5f;
+    for (int64_t r = 0; r < n_rows; r++) {
+        const float *g = grad_row(seg_end, seg_ptr, &seg, row0 + r, k);
+        float *restrict mr = m + r * k, *restrict vr = v + r * k;
+        if (small_w) {
+            for (int64_t j = 0; j < k; j++) mr[j] = fmaf(w, g[j] - mr[j], mr[j]);
+        } else {
+            for (int64_t j = 0; j < k; j++) mr[j] = fmaf(wm1, g[j] - mr[j], g[j]);
+        }
+        for (int64_t j = 0; j < k; j++) vr[j] = fmaf(omb2 * g[j], g[j], vr[j] * beta2);
+    }
+}
+
+/* The weight update of n_rows rows: D = sq / sqrt_b2 + eps (sq = torch's sqrt(v), overwritten
+   by D), theta = (value * dec) * scale + (stepv * m) / D, E8M0 row scale from the absmax,
+   rounding (rbits: stochastic, NULL: nearest), error e, m += (coeff * D) * e (fused, as addcmul) */
+void eco_update(int64_t n_rows, int64_t k, uint8_t *restrict codes, uint8_t *restrict scale,
+                float *restrict m, float *restrict sq, const uint32_t *restrict rbits, int mbits,
+                int ebits, int bias, float max_normal, float sqrt_b2, float eps, float dec,
+                float stepv, float coeff, int feedback, float *restrict tmp) {
+    int emin = 1 - bias;
+    float sub_thr = ldexpf(1.0f, emin);
+    float up = ldexpf(1.0f, mbits - emin), down = ldexpf(1.0f, emin - mbits);
+    float sub_unit = ldexpf(1.0f, emin - mbits);
+    int d = 23 - mbits;
+    uint32_t rmask = ((uint32_t)1 << d) - 1u;
+    float rscale = ldexpf(1.0f, -d);
+    for (int64_t r = 0; r < n_rows; r++) {
+        float *restrict mr = m + r * k, *restrict den = sq + r * k;
+        uint8_t *restrict cr = codes + r * k;
+        float sc = pow2f((int)scale[r] - 127);
+        uint32_t amax_bits = 0;  /* max |theta| on the bit patterns (monotone for >= 0) */
+        for (int64_t j = 0; j < k; j++) {
+            float dj = den[j] / sqrt_b2;
+            dj = dj + eps;
+            float th = (decode(cr[j], mbits, ebits, bias, sub_unit) * dec) * sc;
+            th = th + (stepv * mr[j]) / dj;
+            den[j] = dj; tmp[j] = th;
+            uint32_t ab = fb(th) & 0x7fffffffu;
+            amax_bits = ab > amax_bits ? ab : amax_bits;
+        }
+        float amax = bf(amax_bits);
+        int x;
+        if (amax > 0.0f) {
+            x = ceil_log2(amax / max_normal);
+            if (x < -127) x = -127;
+            if (x > 127) x = 127;
+        } else {
+            x = -127;
+        }
+        scale[r] = (uint8_t)(x + 127);
+        float inv = pow2f(-x), s = pow2f(x);
+        if (rbits) {
+            const uint32_t *rb = rbits + r * k;
+            for (int64_t j = 0; j < k; j++) {
+                float y = tmp[j] * inv;
+                uint32_t rr = rb[j] & rmask;
+                float ay = fabsf(y);
+                float q = floorf(ay * up + (float)(int32_t)rr * rscale) * down;
+                float tsub = copysignf(q, y);
+                float tn = bf((fb(y) + rr) & ~rmask);
+                float t = ay < sub_thr ? tsub : tn;
+                cr[j] = rne_code(t, mbits, bias, up, sub_thr);  /* exact: t is on the grid */
+                float err = (y - t) * s;
+                mr[j] = feedback ? fmaf(coeff * den[j], err, mr[j]) : mr[j];
+            }
+        } else {
+            for (int64_t j = 0; j < k; j++) {
+                float y = tmp[j] * inv;
+                uint8_t c = rne_code(y, mbits, bias, up, sub_thr);
+                float t = decode(c, mbits, ebits, bias, sub_unit);
+                cr[j] = c;
+                float err = (y - t) * s;
+                mr[j] = feedback ? fmaf(coeff * den[j], err, mr[j]) : mr[j];
+            }
+        }
+    }
+}
+
+typedef void (*sqrt_fn_t)(int n, const float *a, float *r, long long mode);
+
+/* The whole step of a flat bucket in groups of group_rows rows (group_rows * k floats per
+   temporary: in L1/L2): moments, sqrt(v) by torch's own routine (sqrt_fn: MKL's vmsSqrt with
+   ATen's mode), the random words (gstate: torch's generator state, advanced in place; NULL:
+   round to nearest; group_rows * k must be even), the update. */
+void eco_step(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, uint8_t *scale,
+              float *m, float *v, const int64_t *seg_end, const int64_t *seg_ptr, uint8_t *gstate,
+              void *sqrt_fn, long long sqrt_mode, int mbits, int ebits, int bias, float max_normal,
+              float w, float beta2, float omb2, float sqrt_b2, float eps, float dec, float stepv,
+              float coeff, int feedback, float *sq, uint32_t *rbuf, float *tmp) {
+    uint32_t st[624]; int32_t left = 0; uint64_t next = 0;
+    if (gstate) mt_load(gstate, st, &left, &next);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += group_rows) {
+        int64_t n = n_rows - r0 < group_rows ? n_rows - r0 : group_rows;
+        eco_moments(n, k, m + r0 * k, v + r0 * k, seg_end, seg_ptr, r0, w, beta2, omb2);
+        ((sqrt_fn_t)sqrt_fn)((int)(n * k), v + r0 * k, sq, sqrt_mode);
+        if (gstate) mt_words(st, &left, &next, rbuf, n * k);
+        eco_update(n, k, codes + r0 * k, scale + r0, m + r0 * k, sq, gstate ? rbuf : 0, mbits,
+                   ebits, bias, max_normal, sqrt_b2, eps, dec, stepv, coeff, feedback, tmp);
+    }
+    if (gstate) mt_store(gstate, st, left, next);
+}
+"""
+
+_FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math",
+          "-fno-math-errno", "-fPIC", "-shared"]
+"""No flag that changes a result: no contraction into FMA (only the explicit ``fmaf`` where ATen
+fuses), no fast-math; not trapping and no errno only let the compiler vectorise."""
+_LIB: ctypes.CDLL | None | bool = False  # False: not tried yet
+
+
+def _build() -> ctypes.CDLL | None:
+    if os.environ.get("ICML26_ECO_KERNEL", "1") == "0" or sys.platform == "win32":
+        return None
+    key = hashlib.sha256((_SRC + " ".join(_FLAGS) + platform.machine() + platform.node()).encode())
+    d = Path(os.environ.get("ICML26_CACHE", Path(tempfile.gettempdir()) / f"icml26-{os.getuid()}"))
+    so = d / f"eco_kernel_{key.hexdigest()[:16]}.so"
+    try:
+        if not so.exists():
+            d.mkdir(parents=True, exist_ok=True)
+            src = d / f"eco_kernel_{key.hexdigest()[:16]}.c"
+            src.write_text(_SRC, encoding="utf-8")
+            tmp = so.with_suffix(f".{os.getpid()}.tmp")
+            subprocess.run([os.environ.get("CC", "cc"), *_FLAGS, str(src), "-o", str(tmp), "-lm"],
+                           check=True, capture_output=True, timeout=120)
+            os.replace(tmp, so)
+        lib = ctypes.CDLL(str(so))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    i64, vp, f32, i32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float, ctypes.c_int
+    lib.all_finite.argtypes = [vp, vp, i64]
+    lib.all_finite.restype = i32
+    lib.mt_random_bits.argtypes = [vp, vp, i64]
+    lib.mt_random_bits.restype = None
+    lib.eco_moments.argtypes = [i64, i64, vp, vp, vp, vp, i64, f32, f32, f32]
+    lib.eco_moments.restype = None
+    lib.eco_update.argtypes = [i64, i64, vp, vp, vp, vp, vp, i32, i32, i32, f32, f32, f32, f32, f32,
+                               f32, i32, vp]
+    lib.eco_update.restype = None
+    lib.eco_step.argtypes = [i64, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.c_longlong, i32,
+                             i32, i32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, vp, vp, vp]
+    lib.eco_step.restype = None
+    return lib
+
+
+_VML_MODE = 0x2 | 0x140000 | 0x100
+"""ATen's mode for MKL VML calls (at::vml: VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE)."""
+_SQRT: int | None | bool = False
+
+
+VML_MODE = _VML_MODE
+
+
+def sqrt_function() -> int | None:
+    """Address of the routine behind ``torch.sqrt`` on float32 CPU tensors (MKL's ``vmsSqrt``
+    in torch's own library, called with ATen's mode) when it is exported and gives torch's bits
+    on a self-test (random, tiny, huge, subnormal, zero values; odd lengths and offsets); else
+    ``None`` (the kernel then calls ``torch.sqrt`` between its two passes)."""
+    global _SQRT
+    if _SQRT is False:
+        _SQRT = None
+        try:
+            lib_dir = Path(torch.__file__).parent / "lib"
+            cands = sorted(lib_dir.glob("libtorch_cpu*"))
+            if cands:
+                fn = ctypes.CDLL(str(cands[0])).vmsSqrt
+                gen = torch.Generator().manual_seed(0)
+                x = torch.cat([torch.rand(4099, generator=gen), torch.rand(999, generator=gen) * 1e-30,
+                               torch.rand(777, generator=gen) * 1e30, torch.tensor([0.0, 1e-45, 1e-40, 3e38]),
+                               torch.randn(5000, generator=gen).abs() * 1e-4])
+                ok = True
+                for lo, hi in ((0, x.numel()), (1, 4098), (5, 6), (3001, x.numel() - 3)):
+                    out = torch.empty(hi - lo)
+                    fn(ctypes.c_int(hi - lo), ctypes.c_void_p(x[lo:hi].data_ptr()),
+                       ctypes.c_void_p(out.data_ptr()), ctypes.c_longlong(_VML_MODE))
+                    ok &= torch.equal(out.view(torch.int32), torch.sqrt(x[lo:hi]).view(torch.int32))
+                if ok:
+                    _SQRT = ctypes.cast(fn, ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            _SQRT = None
+    return _SQRT
+
+
+_MT_OK: bool | None = None
+
+
+def random_bits(n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """:func:`icml26.core.quant.rows.random_bits` on the CPU, the same words from the same
+    generator stream (and the generator left in the same state), drawn by the C engine: torch's
+    ``random_`` draws one element at a time through a serial kernel. Falls back to torch where
+    the kernel is missing or its self-test against torch (on first use) fails."""
+    global _MT_OK
+    lib = kernel()
+    gen = generator if generator is not None else torch.default_generator
+    if lib is not None and _MT_OK is None:
+        _MT_OK = _mt_self_test(lib)
+    if lib is None or not _MT_OK or gen.device.type != "cpu":
+        return _rows.random_bits(n, generator)
+    words = 2 * ((n + 1) // 2)
+    out = torch.empty(words, dtype=torch.int32)
+    state = gen.get_state()
+    if state.numel() != _STATE_BYTES:
+        return _rows.random_bits(n, generator)
+    lib.mt_random_bits(state.data_ptr(), out.data_ptr(), words)
+    gen.set_state(state)
+    return out[:n]
+
+
+_STATE_BYTES = 5056
+STATE_BYTES = _STATE_BYTES
+
+
+def mt_ok() -> bool:
+    """Whether the C engine reproduces torch's generator (self-test on first use)."""
+    global _MT_OK
+    lib = kernel()
+    if lib is None:
+        return False
+    if _MT_OK is None:
+        _MT_OK = _mt_self_test(lib)
+    return bool(_MT_OK)
+
+
+def _mt_self_test(lib) -> bool:
+    """The C engine gives torch's words (several twists, odd and even counts) and state."""
+    try:
+        for seed, n in ((0, 1), (7, 1249), (123, 5000), (2**40 + 3, 2)):
+            a, b = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+            a.get_state()
+            if a.get_state().numel() != _STATE_BYTES:
+                return False
+            for _ in range(2):
+                ref = _rows.random_bits(n, a)
+                words = 2 * ((n + 1) // 2)
+                out = torch.empty(words, dtype=torch.int32)
+                st = b.get_state()
+                lib.mt_random_bits(st.data_ptr(), out.data_ptr(), words)
+                b.set_state(st)
+                if not torch.equal(ref, out[:n]) or not torch.equal(a.get_state(), b.get_state()):
+                    return False
+        return True
+    except (RuntimeError, ValueError, TypeError):
+        return False
+
+
+def kernel() -> ctypes.CDLL | None:
+    """The compiled kernel library, or ``None`` where it cannot be built (eager path then)."""
+    global _LIB
+    if _LIB is False:
+        _LIB = _build()
+    return _LIB
+
+
+def set_enabled(flag: bool) -> None:
+    """Force the kernel off (``False``: the eager path, e.g. as the reference in tests) or
+    re-enable it (``True``: build on next use)."""
+    global _LIB, _MT_OK, _SQRT
+    _LIB = None if not flag else False
+    _MT_OK = None
+    _SQRT = False
+
+
+__all__ = ["kernel", "random_bits", "set_enabled", "sqrt_function"]

@@ -1,0 +1,124 @@
+"""The one-pass C kernel of the ECO-AdamW fast path gives the eager torch path's bits.
+
+Every comparison is exact (``torch.equal`` on the FP8 codes, the E8M0 scales and the float32
+moments, and on the generator state afterwards): the kernel claims the same arithmetic in the same
+order with the same roundings and the same random words, not an approximation of them.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from icml26.core.quant import QuantSpec
+from icml26.core.quant import rows as _rows
+from icml26.papers.eco import ECOAdamW, _kernel, eco_param_groups
+
+pytestmark = pytest.mark.skipif(_kernel.kernel() is None, reason="no C compiler: eager path only")
+
+FP8 = QuantSpec("fp8_e4m3", "channel", scale_kind="e8m0")
+E5M2 = QuantSpec("fp8_e5m2", "channel", scale_kind="e8m0")
+
+
+def _model(seed: int = 0) -> nn.Module:
+    # row lengths 15 (odd: the chunked kernel path under SR), 32 (two layers: one shared bucket)
+    # and 33; scales from tiny to large gradients over the steps
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(15, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 33), nn.Tanh(), nn.Linear(33, 4))
+
+
+def _run(enabled: bool, spec: QuantSpec, rounding: str, ef: bool, wd: float, steps: int = 12,
+         lr: float = 3e-3):
+    _kernel.set_enabled(enabled)
+    try:
+        m = _model()
+        gen = torch.Generator().manual_seed(123)
+        opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=lr, betas=(0.9, 0.95),
+                       weight_decay=wd, rounding=rounding, error_feedback=ef, generator=gen)
+        g = torch.Generator().manual_seed(7)
+        x, y = torch.randn(64, 15, generator=g), torch.randn(64, 4, generator=g)
+        for t in range(steps):
+            for grp in opt.param_groups:  # a changing lr: the per-step constants follow it
+                grp["lr"] = lr * (1 - t / (2 * steps))
+            opt.zero_grad(set_to_none=True)
+            ((m(x) - y).pow(2).mean() * (10.0 ** (t % 3 - 1))).backward()
+            opt.step()
+        return m, opt, gen
+    finally:
+        _kernel.set_enabled(True)
+
+
+def _state(m: nn.Module, opt: ECOAdamW) -> list[torch.Tensor]:
+    out = []
+    for p in m.parameters():
+        q = getattr(p, "qtensor", None)
+        if q is not None:
+            out += [q.codes.view(torch.uint8).clone(), q.scale.clone()]
+        else:
+            out.append(p.detach().clone())
+        st = opt.state[p]
+        out += [st["exp_avg"].clone(), st["exp_avg_sq"].clone()]
+    return out
+
+
+@pytest.mark.parametrize("spec", [FP8, E5M2], ids=["e4m3", "e5m2"])
+@pytest.mark.parametrize("rounding,ef,wd", [("stochastic", True, 0.1), ("nearest", True, 0.0),
+                                            ("stochastic", False, 0.0), ("nearest", False, 0.1)])
+def test_kernel_step_is_bit_identical_to_the_eager_step(spec, rounding, ef, wd):
+    a, oa, ga = _run(True, spec, rounding, ef, wd)
+    b, ob, gb = _run(False, spec, rounding, ef, wd)
+    sa, sb = _state(a, oa), _state(b, ob)
+    assert len(sa) == len(sb)
+    for u, v in zip(sa, sb, strict=True):
+        assert u.dtype == v.dtype and torch.equal(u, v)
+    assert torch.equal(ga.get_state(), gb.get_state())  # the same random words were drawn
+
+
+def test_kernel_sr_path_is_used_for_even_rows_and_the_chunked_path_for_odd_rows(monkeypatch):
+    """Both kernel entry points run in the test above: eco_step (even row length) and the
+    chunked eco_moments/eco_update pair (odd row length under SR)."""
+    lib = _kernel.kernel()
+    calls = {"eco_step": 0, "eco_update": 0}
+
+    class Spy:
+        def __getattr__(self, name):
+            fn = getattr(lib, name)
+            if name in calls:
+                def wrapped(*args):
+                    calls[name] += 1
+                    return fn(*args)
+                return wrapped
+            return fn
+
+    import icml26.papers.eco.optim as optim
+    monkeypatch.setattr(optim._kernel, "kernel", lambda: Spy())
+    m = _model()
+    opt = ECOAdamW(eco_param_groups(m, FP8, exclude=()), lr=1e-3, rounding="stochastic",
+                   generator=torch.Generator().manual_seed(0))
+    x = torch.randn(8, 15)
+    m(x).pow(2).mean().backward()
+    opt.step()
+    if _kernel.sqrt_function() is not None and _kernel.mt_ok():
+        assert calls["eco_step"] >= 1
+    assert calls["eco_update"] >= 1
+
+
+@pytest.mark.parametrize("seed,n", [(0, 1), (3, 624), (5, 1249), (11, 70_001)])
+def test_c_generator_draws_torchs_words_and_leaves_its_state(seed, n):
+    a, b = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for _ in range(2):
+        ref = _rows.random_bits(n, a)
+        got = _kernel.random_bits(n, b)
+        assert torch.equal(ref, got)
+        assert torch.equal(a.get_state(), b.get_state())
+
+
+def test_gradient_with_nan_is_refused_by_the_kernel_check():
+    m = _model()
+    opt = ECOAdamW(eco_param_groups(m, FP8, exclude=()), lr=1e-3)
+    m(torch.randn(4, 15)).sum().backward()
+    m[2].weight.grad[3, 5] = float("inf")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        opt.step()
