@@ -247,6 +247,53 @@ def test_pgd_matches_linear_closed_form():
     assert (xa - X).abs().max() <= eps + 1e-6
 
 
+def test_pgd_l2_matches_linear_closed_form():
+    """Binary linear model, L2 budget (issue 50: no test checked the L2 projection). Every gradient
+    points along -w (w = w_y - w_other), so PGD from a zero start walks straight down -w/||w||_2
+    and, after ceil(eps / alpha) steps, sits on the sphere: x_adv = x - eps w / ||w||_2 for every
+    input, and an input is robust iff its margin exceeds eps ||w||_2."""
+    torch.manual_seed(2)
+    W = torch.randn(2, 5)
+    model = Linear(W, torch.zeros(2))
+    X = torch.randn(200, 5)
+    y = model(X).argmax(1)
+    eps = 0.4
+    w = (W[1] - W[0]) * (2 * y.float() - 1).unsqueeze(1)
+    xa = pgd_attack(model, X, y, eps, norm="l2", steps=6, random_start=False, clip_range=None)
+    expected = X - eps * w / w.norm(dim=1, keepdim=True)
+    torch.testing.assert_close(xa, expected, atol=1e-5, rtol=0)
+    # from a random start the iterates converge to the same point; robust iff margin > eps ||w||_2
+    r = ar_pgd(model, X, y, eps, norm="l2", steps=40, clip_range=None, only_correct=False)
+    margin, radius = (X * w).sum(1), eps * (W[1] - W[0]).norm()
+    clear = (margin - radius).abs() > 0.02 * radius  # not within 2 % of the boundary
+    np.testing.assert_array_equal(r.per_input.astype(bool)[clear.numpy()], (margin > radius)[clear].numpy())
+    xr = r.extra["x_adv"]
+    assert float((xr - X).norm(dim=1).max()) <= eps * (1 + 1e-5)
+
+
+def test_pgd_l2_projection_is_per_input_and_radial():
+    """The PGD projection onto the L2 ball: an input inside the ball is left alone, one outside is
+    scaled back to the sphere along its own direction, each by its own norm (not the batch's)."""
+    from icml26.papers.nppr.robustness import _project
+
+    eps = 0.5
+    u = torch.randn(3, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+    u = u / u.flatten(1).norm(dim=1).view(-1, 1, 1, 1)
+    d = u * torch.tensor([0.3, 2.0, 40.0]).view(-1, 1, 1, 1)  # norms 0.3 (inside), 2 and 40
+    p = _project(d, eps, "l2")
+    torch.testing.assert_close(p[0], d[0])
+    torch.testing.assert_close(p[1:], eps * u[1:], atol=1e-6, rtol=0)
+    # and through pgd_attack: a zero-gradient classifier leaves the random start, which must be
+    # projected per input onto the ball (no input's norm above eps, each direction kept)
+    clf = Linear(torch.zeros(3, 16), torch.zeros(3))
+    X = torch.zeros(8, 16)
+    adv = pgd_attack(clf, X, torch.zeros(8, dtype=torch.long), eps, norm="l2", steps=1, seed=3,
+                     clip_range=None)
+    start = (torch.rand(X.shape, generator=torch.Generator().manual_seed(3)) * 2 - 1) * eps
+    expected = start * torch.clamp(eps / start.norm(dim=1, keepdim=True), max=1.0)
+    torch.testing.assert_close(adv, expected, atol=1e-6, rtol=0)
+
+
 # ------------------------------------------------------------------------- AR <= NPPR, monotone
 def test_exact_ar_below_nppr_on_moons():
     Xtr, ytr, Xte, yte = load_moons_split(0, n_train=300, n_test=40)

@@ -26,6 +26,28 @@ def test_smoke_profile_runs_and_matches_pin(tmp_path):
     assert (tmp_path / "nppr" / "smoke" / "latest.json").exists()
     assert any(p.endswith("pr_vs_eps.png") for p in result["plots"])
     assert_pinned(result, __file__)
+    _assert_same_in_a_fresh_process(result["metrics"], tmp_path)
+
+
+def _assert_same_in_a_fresh_process(metrics, tmp_path):
+    """issue 50: two runs of one seed on one machine (same threads) give the same numbers, to the
+    bit. The second run is a fresh interpreter with another hash seed (set and dict-of-set order),
+    so state left by this process (torch's global generator, caches, earlier tests) cannot hide a
+    source of drift."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from icml26.harness import run_paper; "
+            "r = run_paper('nppr', 'smoke', out=sys.argv[1]); "
+            "print(json.dumps({'status': r['status'], 'metrics': r['metrics']}))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "second")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    second = json.loads(out.strip().splitlines()[-1])
+    assert second["status"] == "ok"
+    assert second["metrics"] == json.loads(json.dumps(metrics))
 
 
 def _metrics(nppr_xy, shuffled, none=(0.9, 0.9, 0.9), y=(0.85, 0.86, 0.84)):
