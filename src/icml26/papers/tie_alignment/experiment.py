@@ -310,8 +310,7 @@ def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
     first, second = task.sample_pairs(ref_train, train_prompts, rng)
     r1 = task.reward(train_prompts, task.responses[first])
     r2 = task.reward(train_prompts, task.responses[second])
-    labs = {k: v for k, v in labelers(c).items()
-            if k in ("small_silent", "small_forced", "large_forced", "oracle")}
+    labs = {k: v for k, v in labelers(c).items() if k in _LM_LABELERS}
     out = {"lm_reference": task.evaluate(ref, ref_eval, eval_prompts, eval_rewards)}
     labels = annotate_all(labs, r1, r2, [seed, 50])
     for name in labs:
@@ -567,6 +566,21 @@ SWEEP_CLAIM = Claim(
     gates=GATES_A,
     beyond=_sweep_beyond,
 )
+
+
+#: what each arm writes (issue 52.4; the runner refuses anything else). A ``*`` is a KL budget
+#: (``kl_targets``), a step budget (``step_budgets``) or a sweep index: they vary by profile.
+_LABEL_NOISE = ("wrong_rate_near_ties", "wrong_rate_clear", "wrong_rate_all", "tie_rate", "near_tie_fraction")
+_PATH = ("reward_at_kl_*", "reached_kl_*", "kl_at_step_*")
+_LM_LABELERS = ("small_silent", "small_forced", "large_forced", "oracle")
+METRICS = {
+    "reference": ("reward", "kl", "win_rate"),
+    tuple(f"labels_{n}" for n in _NOISE_STREAM): _LABEL_NOISE,
+    (*ARMS, "sweep_rk_r*", "sweep_drop_r*", "sweep_dpo_large_n*"): ("reward", "kl", "win_rate", *_PATH),
+    "lm_reference": ("reward", "kl"),
+    tuple(f"lm_labels_{n}" for n in _LM_LABELERS): _LABEL_NOISE,
+    tuple(LM_ARMS): ("reward", "kl", *_PATH),
+}
 
 
 CLAIMS = (
