@@ -338,3 +338,28 @@ def test_flat_path_refreshes_float_copies_and_versions():
     _train(m, opt, 3, x, y)
     assert w._qversion == v0 + 3
     assert torch.equal(w._values(), dequantize(w.qtensor))
+
+
+def test_sham_feedback_injects_a_permutation_of_the_error():
+    """The negative control injects the same error values at permuted coordinates (same
+    multiset, different places) and needs error feedback on."""
+    with pytest.raises(ValueError, match="sham_feedback"):
+        ECOAdamW(_mlp().parameters(), error_feedback=False, sham_feedback=True)
+    opt = ECOSGD(_mlp().parameters(), lr=1e-2, momentum=0.9, sham_feedback=True,
+                 generator=torch.Generator().manual_seed(0))
+    err = torch.arange(64.0).reshape(8, 8)
+    out = opt._injected(err, opt.param_groups[0])
+    assert out.shape == err.shape and not torch.equal(out, err)
+    assert torch.equal(out.reshape(-1).sort().values, err.reshape(-1))
+    plain = ECOSGD(_mlp().parameters(), lr=1e-2, momentum=0.9)
+    assert plain._injected(err, plain.param_groups[0]) is err
+    # a sham run trains (finite, moves) and differs from ECO's
+    x, y = _data()
+    runs = []
+    for sham in (False, True):
+        m = _mlp()
+        o = ECOAdamW(eco_param_groups(m, FP8), lr=3e-3, rounding="nearest", sham_feedback=sham,
+                     generator=torch.Generator().manual_seed(0))
+        _train(m, o, 10, x, y)
+        runs.append(m[0].weight.dequantize())
+    assert torch.isfinite(runs[1]).all() and not torch.equal(runs[0], runs[1])

@@ -28,6 +28,9 @@ TOY_ARMS = {
     "naive_sr": dict(rounding="stochastic", error_feedback=False),
     "eco_rtn": dict(rounding="nearest", error_feedback=True),
     "eco_sr": dict(rounding="stochastic", error_feedback=True),
+    # negative control of ECO-RTN: the same injection with the error's values permuted over the
+    # coordinates (same magnitudes, no information on where the error is)
+    "sham_rtn": dict(rounding="nearest", error_feedback=True, sham_feedback=True),
 }
 
 
