@@ -156,3 +156,57 @@ def test_sample_nonstationary_has_the_requested_change_points():
     changes = (np.abs(np.diff(env.means_path, axis=1)).max(axis=2) > 0).sum(axis=1)
     assert changes.max() <= 3 and changes.mean() > 2.5  # redraws may rarely coincide
     assert env.variation.shape == (50,) and (env.variation > 0).all()
+
+
+def test_ucb1_index_has_its_exploration_bonus():
+    """UCB1 picks by mean + sqrt(c log t / n), not by the mean: an arm pulled once with a lower
+    mean beats an arm pulled 10 times (a UCB1 without its bonus, i.e. greedy, picks arm 0)."""
+    pol = UCB1(1, 2)
+    for a, r in [(0, 1.0)] * 6 + [(0, 0.0)] * 4 + [(1, 0.5)]:
+        pol.update(np.array([a]), np.array([r]))
+    # t = 11: arm 0 index 0.6 + sqrt(2 ln 11 / 10) = 1.29, arm 1 0.5 + sqrt(2 ln 11) = 2.69
+    assert pol.act(np.random.default_rng(0))[0] == 1
+    greedy = UCB1(1, 2, c=0.0)
+    greedy.counts, greedy.sums, greedy.t = pol.counts.copy(), pol.sums.copy(), pol.t
+    assert greedy.act(np.random.default_rng(0))[0] == 0
+    # and the bonus is the textbook one: the index tie point moves with c as the closed form says
+    n0, n1, t = 10, 1, 11
+    c_tie = (0.6 - 0.5) ** 2 / (math.log(t) * (1 / n1 + 1 / n0 - 2 / math.sqrt(n0 * n1)))
+    for c, want in [(0.9 * c_tie, 0), (1.1 * c_tie, 1)]:
+        p = UCB1(1, 2, c=c)
+        p.counts, p.sums, p.t = pol.counts.copy(), pol.sums.copy(), pol.t
+        assert p.act(np.random.default_rng(0))[0] == want
+    with pytest.raises(ValueError, match="c"):
+        UCB1(1, 2, c=-1.0)
+
+
+def test_ucb1_regret_is_logarithmic_not_linear():
+    """On two arms 0.5 / 0.4 the textbook UCB1 keeps regret growing slowly; greedy (no bonus)
+    locks onto the wrong arm in a share of instances and its regret grows linearly."""
+    env = BanditBatch(np.tile([[0.4, 0.5]], (400, 1)), 2000, seed=1)
+    run_policy(UCB1(400, 2), env, seed=2)
+    ucb = env.cumulative_regret().mean(axis=0)
+    run_policy(UCB1(400, 2, c=0.0), env, seed=2)
+    greedy = env.cumulative_regret().mean(axis=0)
+    assert ucb[-1] < 0.6 * greedy[-1]
+    # growth from T/2 to T: linear doubles (1.998 measured), UCB1's grows far less (1.57)
+    assert greedy[-1] / greedy[999] > 1.9 and ucb[-1] / ucb[999] < 1.75
+
+
+@pytest.mark.parametrize("gap", [0.8, 0.31, -0.5, float("nan")])
+def test_sample_experts_refuses_gaps_outside_the_rate_range(gap):
+    with pytest.raises(ValueError, match="gap"):
+        sample_experts(4, 3, 5, gap=gap)
+
+
+def test_sample_experts_rates_stay_probabilities():
+    env = sample_experts(2000, 4, 2, gap=0.3, seed=0)
+    assert env.rewards.min() >= 0 and env.rewards.max() <= 1
+
+
+def test_run_policy_refuses_a_policy_sized_for_another_env():
+    env = sample_bandits(6, 5, 10, seed=0)
+    with pytest.raises(ValueError, match="k=3"):
+        run_policy(UCB1(6, 3), env)
+    with pytest.raises(ValueError, match="batch=4"):
+        run_policy(EpsilonGreedy(4, 5), env)

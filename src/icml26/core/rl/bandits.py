@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from icml26.core.validation import check_positive, check_positive_int
+from icml26.core.validation import check_positive, check_positive_int, check_real
 
 
 def _rng(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -227,7 +227,14 @@ class ExpertsBatch:
 
 
 def sample_experts(n: int, k: int, horizon: int, *, gap: float = 0.1, seed: int | None = 0) -> ExpertsBatch:
-    """Stochastic experts: Bernoulli rewards, one arm ``gap`` better than the others' base rate."""
+    """Stochastic experts: Bernoulli rewards, one arm ``gap`` better than the others' base rate.
+
+    Base rates are uniform on [0.2, 0.7], so ``gap`` must lie in [0, 0.3] (a larger gap would give
+    a rate above 1, a negative one would make the best arm the worst)."""
+    n, k = check_positive_int(n, "n"), check_positive_int(k, "k", minimum=2)
+    horizon = check_positive_int(horizon, "horizon")
+    if not 0.0 <= check_real(gap, "gap") <= 0.3:
+        raise ValueError(f"gap must be a number in [0, 0.3] (base rates lie in [0.2, 0.7]), got {gap!r}")
     rng = _rng(seed)
     base = rng.uniform(0.2, 0.7, size=(n, 1, k))
     best = rng.integers(k, size=n)

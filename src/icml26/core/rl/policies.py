@@ -42,10 +42,17 @@ class _CountingPolicy:
 
 
 class UCB1(_CountingPolicy):
+    """UCB1: index ``mean + sqrt(c log t / n)``; ``c = 2`` is Auer et al.'s constant (default),
+    ``c = 0`` is greedy after one pull of each arm (a tuning grid's "off" setting)."""
+
+    def __init__(self, batch: int, k: int, c: float = 2.0) -> None:
+        super().__init__(batch, k)
+        self.c = check_positive(c, "c", allow_zero=True)
+
     def act(self, rng: np.random.Generator) -> np.ndarray:
         first = self._untried()
         means = self.sums / np.maximum(self.counts, 1)
-        bonus = np.sqrt(2.0 * math.log(max(self.t, 1)) / np.maximum(self.counts, 1))
+        bonus = np.sqrt(self.c * math.log(max(self.t, 1)) / np.maximum(self.counts, 1))
         a = np.argmax(means + bonus, axis=1)
         return a if first is None else np.where(first >= 0, first, a)
 
@@ -119,6 +126,11 @@ class UniformRandom:
 def run_policy(policy, env: BanditBatch, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Play ``policy`` on every instance of ``env`` for its horizon; return the (B, T) actions
     and the (B, T) rewards it observed (``env.regret`` then holds the per-round regret)."""
+    for attr in ("batch", "k"):  # a policy sized for another environment is refused, not clipped
+        have = getattr(policy, attr, None)
+        if have is not None and have != getattr(env, attr):
+            raise ValueError(f"the policy has {attr}={have} but the environment has "
+                             f"{attr}={getattr(env, attr)}")
     rng = np.random.default_rng(seed)
     env.reset(seed)
     actions = np.empty((env.batch, env.horizon), dtype=np.int64)
