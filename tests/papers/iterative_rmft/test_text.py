@@ -216,3 +216,28 @@ def test_an_opted_in_chat_model_is_evaluated_as_its_own_arm(monkeypatch):
     metrics, history = experiment._text_track(c, 0)
     assert metrics["text_llm"]["consistent"] == 1.0 and metrics["text_llm"]["valid"] == 1.0
     assert set(history) == {"base_sft_loss", "text_rmft", "text_action_only"}
+
+
+def test_grounded_rationales_track_the_history_a_constant_policy_does_not():
+    """Issue 49: kept_consistent was met by a constant policy (1.0). The grounded fraction is not:
+    a truthful constant arm-0 policy stays consistent and valid in every turn but is grounded only
+    while arm 0 is the empirically best (Laplace mean) or the least pulled; an honest greedy-on-
+    Laplace-means policy (explore the least pulled on ties) is grounded in every turn."""
+    from icml26.papers.iterative_rmft.text import rationale_grounded
+
+    tasks = sample_bandits(60, 3, 10, seed=5)
+    const = evaluate_text(_honest(lambda t, w, n: 0), tasks, rollouts_per_task=2, top_k=1, seed=0)
+    assert const["consistent"] == const["valid"] == const["kept_consistent"] == 1.0
+    assert const["grounded"] < 0.75 and const["kept_grounded"] < 0.9
+
+    def laplace(t, w, n):
+        w, n = np.asarray(w, float), np.asarray(n, float)
+        return int(np.argmax((w + 1) / (n + 2)))
+    greedy = evaluate_text(_honest(laplace), tasks, rollouts_per_task=2, top_k=1, seed=0)
+    assert greedy["grounded"] == greedy["kept_grounded"] == 1.0
+    # the definition, case by case
+    p = ParsedResponse(0, 0, 3, 4)
+    assert rationale_grounded(p, [3, 0, 0], [4, 1, 1])          # best Laplace mean 4/6
+    assert not rationale_grounded(p, [1, 1, 0], [4, 1, 1])      # 2/6 < 2/3, most pulled
+    assert rationale_grounded(ParsedResponse(2, 2, 0, 0), [3, 1, 0], [4, 1, 0])   # explores the untried
+    assert not rationale_grounded(ParsedResponse(0, 0, 9, 9), [3, 0, 0], [4, 1, 1])  # invalid counts

@@ -32,6 +32,7 @@ from .text import (
     make_text_agent,
     parse_response,
     rationale_consistent,
+    rationale_grounded,
     rationale_valid,
     render_prompt,
     render_response,
@@ -43,7 +44,7 @@ __all__ = [
     "NumericalDecisionTransformer", "RMFTConfig", "RMFTHistory", "Trajectories", "distill_policy",
     "evaluate_regret", "iterative_rmft", "rollout", "select", "sft",
     "ParsedResponse", "TextRMFTHistory", "TextTrajectories", "evaluate_text", "iterative_rmft_text",
-    "make_text_agent", "parse_response", "rationale_consistent", "rationale_valid", "render_prompt",
+    "make_text_agent", "parse_response", "rationale_consistent", "rationale_grounded", "rationale_valid", "render_prompt",
     "render_response", "text_rollout", "warm_start", "evaluate_experts", "experts_features",
     "experts_rollout", "iterative_rmft_experts",
 ]

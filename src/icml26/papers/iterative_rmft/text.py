@@ -20,8 +20,11 @@ Grammar of a response (parsed by :func:`parse_response`, never by eye)::
     action    := digits
 
 A rationale is *consistent* (:func:`rationale_consistent`) when the response is well-formed and its
-arm is the action played (an arm < K), and *valid* (:func:`rationale_valid`) when, in addition, its
-wins/pulls equal that arm's true counts in the prompt's history. A response
+arm is the action played (an arm < K), *valid* (:func:`rationale_valid`) when, in addition, its
+wins/pulls equal that arm's true counts in the prompt's history, and *grounded*
+(:func:`rationale_grounded`) when, in addition, the history supports the action (the arm has the
+highest Laplace mean, or the fewest pulls): a constant policy is consistent and valid, but not
+grounded. A response
 whose action cannot be parsed (or names an arm >= K) plays a uniformly random arm and is
 counted invalid; regret is always the environment's pseudo-regret of the arm actually played.
 
@@ -105,6 +108,19 @@ def parse_response(text: str) -> ParsedResponse:
 def rationale_consistent(parsed: ParsedResponse, k: int) -> bool:
     """Well-formed and names the action played, an arm in [0, k)."""
     return parsed.well_formed and parsed.arm == parsed.action and 0 <= parsed.arm < k
+
+
+def rationale_grounded(parsed: ParsedResponse, wins: Sequence[int], pulls: Sequence[int]) -> bool:
+    """Valid, and the history supports the action as exploitation or as exploration: the chosen
+    arm has the highest Laplace mean ``(wins + 1) / (pulls + 2)`` of all arms, or the fewest pulls
+    (ties allowed either way; an untried arm's Laplace mean is 1/2). A constant policy fails it
+    once its arm is the most pulled and not the empirically best, so it measures reasoning that
+    tracks the history, not a copied template."""
+    if not rationale_valid(parsed, wins, pulls):
+        return False
+    w, n = np.asarray(wins, dtype=float), np.asarray(pulls, dtype=float)
+    laplace = (w + 1.0) / (n + 2.0)
+    return bool(laplace[parsed.arm] >= laplace.max() - 1e-12 or n[parsed.arm] <= n.min())
 
 
 def rationale_valid(parsed: ParsedResponse, wins: Sequence[int], pulls: Sequence[int]) -> bool:
@@ -195,16 +211,19 @@ class TextTrajectories:
     horizon: int
     tokens: int = 0
     consistent: np.ndarray | None = None
+    grounded: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.consistent is None:
             self.consistent = self.valid.copy()
+        if self.grounded is None:
+            self.grounded = np.zeros_like(self.valid)
 
     def take(self, idx: np.ndarray) -> TextTrajectories:
         return TextTrajectories(self.prompts[idx], self.responses[idx], self.actions[idx],
                                 self.rewards[idx], self.regret[idx], self.task[idx], self.valid[idx],
                                 self.parsed[idx], self.k, self.horizon, self.tokens,
-                                self.consistent[idx])
+                                self.consistent[idx], self.grounded[idx])
 
 
 def text_rollout(chat: ChatModel, env: BanditBatch, *, temperature: float = 1.0,
@@ -226,6 +245,7 @@ def text_rollout(chat: ChatModel, env: BanditBatch, *, temperature: float = 1.0,
     valid = np.zeros((b, horizon), dtype=bool)
     parsed_ok = np.zeros((b, horizon), dtype=bool)
     consistent = np.zeros((b, horizon), dtype=bool)
+    grounded = np.zeros((b, horizon), dtype=bool)
     tokens = 0
     for t in range(horizon):
         prompts[:, t] = [render_prompt(t, wins[i], pulls[i]) for i in range(b)]
@@ -238,6 +258,7 @@ def text_rollout(chat: ChatModel, env: BanditBatch, *, temperature: float = 1.0,
             responses[i, t] = text
             valid[i, t] = rationale_valid(p, wins[i], pulls[i])
             consistent[i, t] = rationale_consistent(p, k)
+            grounded[i, t] = rationale_grounded(p, wins[i], pulls[i])
             parsed_ok[i, t] = p.action is not None and p.action < k
             actions[i, t] = p.action if parsed_ok[i, t] else fallback[i]
         r = env.step(actions[:, t])
@@ -245,7 +266,7 @@ def text_rollout(chat: ChatModel, env: BanditBatch, *, temperature: float = 1.0,
         pulls[np.arange(b), actions[:, t]] += 1
         wins[np.arange(b), actions[:, t]] += (r > 0.5).astype(np.int64)
     return TextTrajectories(prompts, responses, actions, rewards, env.regret.sum(axis=1).copy(),
-                            np.arange(b), valid, parsed_ok, k, horizon, tokens, consistent)
+                            np.arange(b), valid, parsed_ok, k, horizon, tokens, consistent, grounded)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -357,6 +378,7 @@ class TextRMFTHistory:
     rollout_valid: list[float] = field(default_factory=list)
     kept_valid: list[float] = field(default_factory=list)
     kept_consistent: list[float] = field(default_factory=list)
+    kept_grounded: list[float] = field(default_factory=list)
     sft_loss: list[float] = field(default_factory=list)
     rollout_tokens: int = 0
     sft_examples: int = 0
@@ -383,6 +405,7 @@ def rollout_and_select(chat, task_sampler, config, rng: np.random.Generator, his
     hist.rollout_valid.append(float(traj.valid.mean()))
     hist.kept_valid.append(float(kept.valid.mean()))
     hist.kept_consistent.append(float(kept.consistent.mean()))
+    hist.kept_grounded.append(float(kept.grounded.mean()))
     hist.rollout_tokens += traj.tokens
     return kept
 
@@ -429,7 +452,7 @@ def evaluate_text(chat: ChatModel, tasks: BanditBatch, *, rollouts_per_task: int
     kept = select(traj, tasks.batch, top_k, "regret", np.random.default_rng(seed))
     out = {"regret": float(traj.regret.mean()), "parsed": float(traj.parsed.mean()),
            "tokens": float(traj.tokens)}
-    for name in ("consistent", "valid"):
+    for name in ("consistent", "valid", "grounded"):
         flags = getattr(kept, name)
         p = float(flags.mean())
         out[name] = float(getattr(traj, name).mean())
