@@ -14,7 +14,7 @@ def test_smoke_profile_matches_pin(tmp_path):
     claims = {c["id"]: c for c in result["claims"]}
     # the memory measurement is structural: it holds at any scale
     assert claims["memory_frontier"]["evidence"]["part0"]["ratio"] < 0.75
-    # every control is stochastic rounding alone: a distinct arm, never a copy of another
+    # every control is a distinct arm, never a copy of another
     assert all("identical_to" not in c["negative_control"] for c in claims.values())
     assert list(tmp_path.rglob("*.png"))
     # the data is the packaged corpus, identified by its hash in the result
