@@ -13,9 +13,9 @@ def test_smoke_profile_matches_pin(tmp_path):
     assert_pinned(res, __file__)
     m = res["metrics"]
     # equal compute: every trained arm had the same number of defender GRPO updates
-    n = {arm: m[arm]["defender_updates"] for arm in ("static", "frozen_attacker", "no_game", "magic")}
+    n = {arm: m[arm]["defender_updates"] for arm in ("static", "frozen_attacker", "no_game", "magic_base", "magic")}
     assert len(set(map(tuple, n.values()))) == 1, n
-    assert m["magic"]["attacker_updates"] == m["no_game"]["attacker_updates"]
+    assert m["magic"]["attacker_updates"] == m["no_game"]["attacker_updates"] == m["magic_base"]["attacker_updates"]
 
 
 @pytest.mark.slow

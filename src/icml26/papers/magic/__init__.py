@@ -12,6 +12,7 @@ from .game import (
     GameConfig,
     GameHistory,
     adaptive_asr,
+    adaptive_asr_curve,
     asr,
     attack_pool,
     attacker_grpo_step,
@@ -20,11 +21,12 @@ from .game import (
     helpfulness,
     make_agents,
     novelty,
+    pretrain_attacker,
     refusal_rate,
     sft_attacker,
     sft_defender,
 )
-from .guard import GuardJudge
+from .guard import GuardJudge, LearnedGuard, guard_features
 from .language import GrammarError, IntentLanguage, RuleJudge, Seed, ShallowReader, parse_program
 from .rewards import (
     AttackerReward,
@@ -38,8 +40,9 @@ from .rewards import (
 
 __all__ = [
     "Agent", "AlternatingGRPO", "AlternatingSchedule", "AttackerReward", "DefenderReward", "GameConfig",
-    "GameHistory", "GrammarError", "GuardJudge", "IntentLanguage", "RuleJudge", "Seed", "ShallowReader",
-    "adaptive_asr", "asr", "attack_pool", "attacker_grpo_step", "attacker_programs", "defender_grpo_step",
-    "extract_answer", "format_ok", "format_reward", "harm_reward", "helpfulness", "make_agents", "novelty",
-    "parse_program", "refusal_rate", "refusal_reward", "sft_attacker", "sft_defender",
+    "GameHistory", "GrammarError", "GuardJudge", "IntentLanguage", "LearnedGuard", "RuleJudge", "Seed",
+    "ShallowReader", "adaptive_asr", "adaptive_asr_curve", "asr", "attack_pool", "attacker_grpo_step",
+    "attacker_programs", "defender_grpo_step", "extract_answer", "format_ok", "format_reward",
+    "guard_features", "harm_reward", "helpfulness", "make_agents", "novelty", "parse_program",
+    "pretrain_attacker", "refusal_rate", "refusal_reward", "sft_attacker", "sft_defender",
 ]

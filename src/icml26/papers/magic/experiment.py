@@ -21,9 +21,12 @@ attacker's checkpoints against the defender's checkpoints give the co-evolution 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
+import torch
 
 from icml26.core.progress import phase
 from icml26.harness import (
@@ -37,11 +40,13 @@ from icml26.harness import (
 from icml26.harness.claims import Decision, SubstrateCheck, noninferior
 from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
+from icml26.harness.seeding import limit_torch_threads
 from icml26.harness.tuning import TuningSpec, tune_arms
 
 from .game import (
     AlternatingGRPO,
     GameConfig,
+    GameHistory,
     adaptive_asr_curve,
     attack_pool,
     attacker_programs,
@@ -180,6 +185,68 @@ def _zero_adv(logs, batch_size: int) -> tuple[float, float, list[float]]:
     return float(np.mean([lg["zero_adv_share"] for lg in logs])), float(np.mean(counts)), counts
 
 
+WORKERS = 2        # forked processes for the arms' GRPO runs (2 cores; 1 = serial)
+GAME_THREADS = 1   # intra-op threads per GRPO run (tiny models: one thread is as fast as two)
+_TASKS: list = []
+
+
+def _call_task(i: int):
+    return _TASKS[i]()
+
+
+def _fork_map(tasks: list, workers: int, pack=lambda r: r) -> list:
+    """``[t() for t in tasks]`` in up to ``workers`` forked processes (issue 54: the arms' GRPO
+    runs are independent). A worker's result passes through ``pack`` (no live tensors may cross
+    the process boundary: torch would send shared-memory handles that die with the worker).
+    Serial, unpacked, when ``workers`` is 1, there is one task, or ``fork`` is unavailable."""
+    import multiprocessing as mp
+
+    if workers <= 1 or len(tasks) <= 1 or "fork" not in mp.get_all_start_methods():
+        return [t() for t in tasks]
+    global _TASKS
+    _TASKS = [lambda t=t: pack(t()) for t in tasks]
+    try:
+        with mp.get_context("fork").Pool(min(workers, len(tasks)), maxtasksperchild=1) as pool:
+            return pool.map(_call_task, range(len(tasks)), chunksize=1)
+    finally:
+        _TASKS = []
+
+
+def _agent_bytes(agent) -> bytes:
+    buf = io.BytesIO()
+    torch.save(agent.model.state_dict(), buf)
+    return buf.getvalue()
+
+
+def _agent_from(template, data: bytes):
+    agent = template.copy()
+    agent.model.load_state_dict(torch.load(io.BytesIO(data)))
+    return agent
+
+
+def _pack_run(out: dict) -> dict:
+    """A trained arm as plain data: agents as state-dict bytes (see :func:`_fork_map`)."""
+    h = out["history"]
+    return {"packed": True, "logs_def": out["logs_def"], "logs_att": out["logs_att"],
+            "defender": _agent_bytes(out["defender"]),
+            "attacker": None if out["attacker"] is None else _agent_bytes(out["attacker"]),
+            "history": None if h is None else {
+                "roles": h.roles, "logs": h.logs,
+                "attacker_checkpoints": [_agent_bytes(a) for a in h.attacker_checkpoints],
+                "defender_checkpoints": [_agent_bytes(d) for d in h.defender_checkpoints]}}
+
+
+def _unpack_run(p: dict, defender_template, attacker_template) -> dict:
+    h = p["history"]
+    return {"logs_def": p["logs_def"], "logs_att": p["logs_att"],
+            "defender": _agent_from(defender_template, p["defender"]),
+            "attacker": None if p["attacker"] is None else _agent_from(attacker_template, p["attacker"]),
+            "history": None if h is None else GameHistory(
+                roles=h["roles"], logs=h["logs"],
+                attacker_checkpoints=[_agent_from(attacker_template, b) for b in h["attacker_checkpoints"]],
+                defender_checkpoints=[_agent_from(defender_template, b) for b in h["defender_checkpoints"]])}
+
+
 def run(config: Config, seed: int) -> SeedOutput:
     c = config
     lang = IntentLanguage(seed=seed)
@@ -204,16 +271,32 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     # shared per-seed checkpoints: the base defender, the attacker's prior, the Phase-1 attacker
     attacker_prior, base = make_agents(lang, d_model=c.d_model, n_layers=c.n_layers, seed=seed)
-    with phase("sft"):
-        sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
-                     uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
-        if c.attacker_pretrain_steps:
-            pretrain_attacker(attacker_prior, lang, train, c.attacker_pretrain_steps, seed=seed)
-        attacker0 = attacker_prior.copy()
-        pool = attack_pool(lang, train[:c.pool_seeds])
-        n_prior = int(round(c.prior_mix / (1 - c.prior_mix) * len(pool)))
-        sft_attacker(attacker0, pool + prior_rows(lang, train, n_prior, seed=seed + 3), c.attacker_sft_steps,
-                     seed=seed)
+    pool = attack_pool(lang, train[:c.pool_seeds])
+    n_prior = int(round(c.prior_mix / (1 - c.prior_mix) * len(pool)))
+
+    def defender_stage():
+        with limit_torch_threads(GAME_THREADS):
+            sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
+                         uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
+            return (base,)
+
+    def attacker_stage():
+        with limit_torch_threads(GAME_THREADS):
+            if c.attacker_pretrain_steps:
+                pretrain_attacker(attacker_prior, lang, train, c.attacker_pretrain_steps, seed=seed)
+            a0 = attacker_prior.copy()
+            sft_attacker(a0, pool + prior_rows(lang, train, n_prior, seed=seed + 3), c.attacker_sft_steps,
+                         seed=seed)
+            return attacker_prior, a0
+
+    with phase("sft"):  # the defender's SFT and the attacker's pretraining + Phase 1 are independent
+        (d_out,), (prior_out, a0_out) = _fork_map([defender_stage, attacker_stage], WORKERS,
+                                                  pack=lambda agents: tuple(map(_agent_bytes, agents)))
+        if isinstance(d_out, bytes):  # came back from a worker
+            base = _agent_from(base, d_out)
+            attacker_prior, attacker0 = _agent_from(attacker_prior, prior_out), _agent_from(attacker_prior, a0_out)
+        else:
+            attacker0 = a0_out
 
     # validation suite (oracle-judged, never the test seeds): vanilla, one depth-1 rewrite and one
     # composition per validation seed; score = mean oracle R_D of the greedy defender
@@ -256,16 +339,29 @@ def run(config: Config, seed: int) -> SeedOutput:
         out["defender"] = d
         return out
 
-    trained: dict[str, dict[float, dict]] = {arm: {} for arm in TRAINED}
+    # every (arm, lr) training is independent (own seeded generators, no dropout): they run in up
+    # to WORKERS forked processes at GAME_THREADS intra-op threads each, so the numbers are the
+    # same as a serial run's (tested); validation scores are computed with each training, and the
+    # tuner then reads them (validation before any test seed is scored, as before)
+    tasks = [(arm, float(lr)) for arm in (*ATTACKER_ARMS, "frozen_attacker", "static") for lr in c.lr_grid]
 
-    def validator(arm: str):
-        def validate(params) -> float:
-            lr = float(params["lr"])
-            trained[arm][lr] = train_arm(arm, lr)
-            return val_score(trained[arm][lr]["defender"])
-        return validate
+    def task(arm: str, lr: float):
+        with limit_torch_threads(GAME_THREADS):
+            out = train_arm(arm, lr)
+            return val_score(out["defender"]), out
 
     with phase("grpo_and_validation"):
+        done = _fork_map([partial(task, arm, lr) for arm, lr in tasks], WORKERS,
+                         pack=lambda r: (r[0], _pack_run(r[1])))
+        trained: dict[str, dict[float, dict]] = {arm: {} for arm in TRAINED}
+        scores: dict[str, dict[float, float]] = {arm: {} for arm in TRAINED}
+        for (arm, lr), (score, out) in zip(tasks, done, strict=True):
+            trained[arm][lr] = _unpack_run(out, base, attacker0) if out.get("packed") else out
+            scores[arm][lr] = score
+
+        def validator(arm: str):
+            return lambda params: scores[arm][float(params["lr"])]
+
         tuned = tune_arms({arm: TuningSpec(grid=[{"lr": float(x)} for x in c.lr_grid], validate=validator(arm),
                                            maximize=True, budget={"defender_updates": n})
                            for arm in TRAINED})

@@ -62,9 +62,17 @@ class Agent:
     tok: CharTokenizer
     prompt_length: int
     max_new_tokens: int
+    # text -> ids, shared by an agent's copies (same tokenizer): a GRPO step repeats each prompt
+    # G times and the evaluation suites repeat across arms, so each text is tokenised once
+    _ids: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def encode(self, text: str) -> list[int]:
-        return [self.tok.bos_id, *self.tok.encode(text)]
+        ids = self._ids.get(text)
+        if ids is None:
+            ids = (self.tok.bos_id, *self.tok.encode(text))
+            if len(self._ids) < 500_000:
+                self._ids[text] = ids
+        return list(ids)
 
     def decode(self, ids: Sequence[int]) -> str:
         drop = {self.tok.pad_id, self.tok.eos_id}
@@ -80,7 +88,7 @@ class Agent:
         return gen, [self.decode(c) for c in gen.completions()]
 
     def copy(self) -> Agent:
-        return Agent(copy.deepcopy(self.model), self.tok, self.prompt_length, self.max_new_tokens)
+        return Agent(copy.deepcopy(self.model), self.tok, self.prompt_length, self.max_new_tokens, self._ids)
 
 
 def make_agents(language: IntentLanguage, d_model: int = 48, n_layers: int = 2, n_heads: int = 4,
