@@ -55,6 +55,9 @@ def test_estimator_ablation_arm_is_m2_with_trls_estimator(tmp_path, monkeypatch)
     out = experiment.run(cfg, 0)
     assert {"m2", "m2_trl"} <= set(out.metrics)
     assert {"T0.6/complex_accuracy", "T1.0/complex_accuracy"} <= set(out.metrics["m2_trl"])
+    from icml26.harness.metrics import metric_schema
+
+    metric_schema(experiment).check(out.metrics)  # m2_trl's metrics are declared (smoke never runs it)
     assert len(seen) == 4  # b0, m2, ctrl_aug_acc (quick's stage-2 arms) and m2_trl
     assert [e for e, _ in seen].count("trl") == 1  # only m2_trl switches the estimator
 
