@@ -13,6 +13,7 @@ import numpy as np
 from .env import (
     CHUNK,
     COLOR_SYN,
+    HORIZON,
     SHAPE_SYN,
     SHAPES,
     ScriptedExpert,
@@ -30,6 +31,7 @@ class DemoData:
     instruction: list        # N strings
     reasoning: list          # N strings
     actions: np.ndarray      # (N, CHUNK, 3)
+    target: np.ndarray | None = None  # (N, 2): the true target position at the chunk's start (measurement)
 
     def __len__(self) -> int:
         return len(self.instruction)
@@ -37,25 +39,27 @@ class DemoData:
     def subset(self, idx) -> DemoData:
         idx = np.asarray(idx)
         return DemoData(self.image[idx], self.state[idx], [self.instruction[i] for i in idx],
-                        [self.reasoning[i] for i in idx], self.actions[idx])
+                        [self.reasoning[i] for i in idx], self.actions[idx],
+                        None if self.target is None else self.target[idx])
 
 
 def make_demo_dataset(n_episodes: int, seed: int = 0, split: str = "id", batch: int = 64,
-                      sigma: float = 0.1) -> DemoData:
+                      sigma: float = 0.1, *, task: str | None = None, horizon: int = HORIZON) -> DemoData:
     """Roll the scripted expert and cut its trajectories into chunks of ``CHUNK`` actions (padded with
-    zero motion and the last grip after the episode ends). Only successful episodes are kept."""
+    zero motion and the last grip after the episode ends). Only successful episodes are kept. ``task`` and
+    ``horizon`` as in :class:`Tabletop2DEnv`."""
     rng = np.random.default_rng(seed)
     expert = ScriptedExpert(sigma, seed=seed + 1)
-    out = {k: [] for k in ("image", "state", "instruction", "reasoning", "actions")}
+    out = {k: [] for k in ("image", "state", "instruction", "reasoning", "actions", "target")}
     done_eps = 0
     while done_eps < n_episodes:
-        env = Tabletop2DEnv(batch, split, int(rng.integers(1 << 31)))
+        env = Tabletop2DEnv(batch, split, int(rng.integers(1 << 31)), task=task, horizon=horizon)
         obs, _ = env.reset()
         reason = [reasoning_string(s) for s in env.scenes]
         frames, acts = [], []
         alive = []
         while not env.done.all():
-            frames.append((obs["image"], obs["state"]))
+            frames.append((obs["image"], obs["state"], env.obj[np.arange(env.num_envs), env.target].copy()))
             alive.append(~env.done)
             a = expert.act(env)
             a[env.done, :2] = 0.0
@@ -68,15 +72,17 @@ def make_demo_dataset(n_episodes: int, seed: int = 0, split: str = "id", batch: 
         keep = env.success
         for t in range(0, T, CHUNK):
             live = alive[t] & keep
-            img, st = frames[t]
+            img, st, tg = frames[t]
             out["image"].append(img[live])
+            out["target"].append(tg[live])
             out["state"].append(st[live])
             out["actions"].append(acts[live, t: t + CHUNK])
             out["instruction"] += [obs["instruction"][i] for i in np.flatnonzero(live)]
             out["reasoning"] += [reason[i] for i in np.flatnonzero(live)]
         done_eps += int(keep.sum())
     return DemoData(np.concatenate(out["image"]).astype(np.float32), np.concatenate(out["state"]),
-                    out["instruction"], out["reasoning"], np.concatenate(out["actions"]).astype(np.float32))
+                    out["instruction"], out["reasoning"], np.concatenate(out["actions"]).astype(np.float32),
+                    np.concatenate(out["target"]).astype(np.float32))
 
 
 def _word(rng, w: str, table: dict, p_syn: float) -> str:

@@ -6,10 +6,13 @@ image, 4 objects, 2 target zones, step 0.1, horizon 24, action chunk 4). [inferr
 * Objects: distinct colours from COLORS, shapes from SHAPES. Zones: two coloured squares.
 * Actions ``(dx, dy, grip)`` in [-1, 1]^3; the effector moves ``STEP * (dx, dy)``; ``grip > 0`` closes the
   gripper, which attaches the nearest object within ``GRASP_R``; a held object moves with the effector.
-* Tasks: ``touch the C S`` (success: effector within ``TOUCH_R`` of the object) and
+* Tasks: ``touch the C S`` (success: a press, the effector within ``TOUCH_R`` of the object with the gripper
+  closed; the closed gripper halves what a random walk gets from passing by) and
   ``put the C S in the Z zone`` (success: object within ``ZONE_R`` of the zone centre).
-* Splits: ``id``; ``ood_visual`` (held-out colour-shape combination as target, +1 distractor, tinted
-  background); ``ood_lang`` (instruction uses synonyms seen only in VL data); ``ood_pos`` (target starts
+* Splits: ``id``; ``ood_visual`` (a held-out colour-shape combination as target, +1 distractor, and a
+  lighting shift: every object and zone colour is multiplied by ``LIGHT`` and the background is tinted, so the
+  object tokens themselves change; no ID-visual scene, i.e. ``id``, ``ood_lang`` or ``ood_pos``, ever shows a
+  held-out combination, not even as a distractor); ``ood_lang`` (instruction uses synonyms seen only in VL data); ``ood_pos`` (target starts
   in the held-out top-right quadrant, which ID never uses for targets).
 """
 
@@ -31,6 +34,13 @@ HELDOUT_COMBOS = (("red", "triangle"), ("blue", "circle"), ("yellow", "square"))
 SPLITS = ("id", "ood_visual", "ood_lang", "ood_pos")
 STEP, GRASP_R, TOUCH_R, ZONE_R, OBJ_R = 0.1, 0.1, 0.08, 0.1, 0.075
 IMG, HORIZON, CHUNK, N_OBJ = 24, 24, 4, 4
+LIGHT = np.array([0.85, 0.7, 0.55], np.float32)  # ood_visual: warm, dimmer light on every object and zone
+
+
+def scene_rgb(color: str, split: str) -> np.ndarray:
+    """The rendered colour of ``color`` on ``split`` (``ood_visual`` scenes are lit by ``LIGHT``)."""
+    rgb = np.asarray(RGB[color], np.float32)
+    return rgb * LIGHT if split == "ood_visual" else rgb
 
 
 def _in_heldout_quadrant(p: np.ndarray) -> np.ndarray:
@@ -86,7 +96,9 @@ def sample_scene(rng: np.random.Generator, split: str = "id", *, task: str | Non
     tc, ts = combos[int(rng.integers(0, len(combos)))]
     others = [c for c in COLORS if c != tc]
     colors = [tc] + [others[i] for i in rng.choice(len(others), size=n - 1, replace=False)]
-    shapes = [ts] + [SHAPES[i] for i in rng.integers(0, len(SHAPES), size=n - 1)]
+    # distractors: any shape on ood_visual; elsewhere never a held-out combination (ID never shows one)
+    ok = {c: [sh for sh in SHAPES if split == "ood_visual" or (c, sh) not in HELDOUT_COMBOS] for c in COLORS}
+    shapes = [ts] + [ok[c][int(rng.integers(0, len(ok[c])))] for c in colors[1:]]
     pts: list = []
     while len(pts) < n + 2:  # objects then zones, pairwise >= 0.2 apart (sequential rejection)
         if not pts and split == "ood_pos":
@@ -126,7 +138,7 @@ def render_static(scene: Scene) -> np.ndarray:
     for zc, zp in zip(scene.zone_colors, scene.zone_pos, strict=True):
         dx, dy = _GRID[..., 0] - zp[0], _GRID[..., 1] - zp[1]
         ring = (np.maximum(np.abs(dx), np.abs(dy)) <= ZONE_R) & (np.maximum(np.abs(dx), np.abs(dy)) > ZONE_R - 0.05)
-        img[ring] = np.asarray(RGB[zc], np.float32) * 0.6
+        img[ring] = scene_rgb(zc, scene.split) * 0.6
     return img
 
 
@@ -141,8 +153,10 @@ class Tabletop2DEnv:
 
     action_low, action_high = -1.0, 1.0
 
-    def __init__(self, num_envs: int = 64, split: str = "id", seed: int = 0, *, task: str | None = None) -> None:
+    def __init__(self, num_envs: int = 64, split: str = "id", seed: int = 0, *, task: str | None = None,
+                 horizon: int = HORIZON) -> None:
         self.num_envs = check_positive_int(num_envs, "num_envs")
+        self.horizon = check_positive_int(horizon, "horizon")
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         if task not in (None, "touch", "put"):
@@ -184,7 +198,7 @@ class Tabletop2DEnv:
         self._shape_id = np.zeros((B, n), int)
         for i, s in enumerate(scenes):
             for j, (c, sh) in enumerate(zip(s.colors, s.shapes, strict=True)):
-                self._colors[i, j] = RGB[c]
+                self._colors[i, j] = scene_rgb(c, s.split)
                 self._shape_id[i, j] = SHAPES.index(sh)
         return self._obs(), {"instruction": [s.instruction() for s in scenes]}
 
@@ -237,14 +251,14 @@ class Tabletop2DEnv:
         h = self.held >= 0
         self.obj[b[h], self.held[h]] = self.eff[h]
         tgt = self.obj[b, self.target]
-        touched = np.linalg.norm(tgt - self.eff, axis=-1) <= TOUCH_R
+        touched = (np.linalg.norm(tgt - self.eff, axis=-1) <= TOUCH_R) & (self.grip > 0)  # a press
         placed = np.linalg.norm(tgt - np.nan_to_num(self.goal_pos, nan=9.0), axis=-1) <= ZONE_R
         succ = live & np.where(self.is_touch, touched, placed)
         self.success |= succ
         self.t += 1
         reward = np.where(succ, 1.0, np.where(live, -0.001, 0.0))
         terminated = succ.copy()
-        truncated = live & ~succ & (self.t >= HORIZON)
+        truncated = live & ~succ & (self.t >= self.horizon)
         self.done |= terminated | truncated
         return self._obs(), reward, terminated, truncated, {"success": self.success.copy()}
 
@@ -266,7 +280,7 @@ class ScriptedExpert:
         way = np.where(holding[:, None] & ~env.is_touch[:, None], np.nan_to_num(env.goal_pos), tgt)
         delta = (way - env.eff) / STEP
         close = np.linalg.norm(tgt - env.eff, axis=-1) <= GRASP_R * 0.9
-        grip = np.where(~env.is_touch & (holding | close), 1.0, -1.0)
+        grip = np.where(holding | close, 1.0, -1.0)  # put: grasp; touch: press (gripper closed on it)
         a = np.concatenate([np.clip(delta, -1, 1), grip[:, None]], 1)
         a[:, :2] += self.sigma * self.rng.standard_normal((env.num_envs, 2))
         return np.clip(a, -1.0, 1.0)

@@ -56,7 +56,7 @@ from icml26.harness.plots import save_figure
 from .data import make_demo_dataset, make_vl_dataset
 from .env import SPLITS, Tabletop2DEnv
 from .model import REASON_LEN, SyVLAPolicy
-from .rl import SSGRLConfig, SSGRLTrainer
+from .rl import SSGRLConfig, SSGRLTrainer, retrieval_key
 from .train import (
     PRETRAINED_VLM,
     UniformRandomPolicy,
@@ -102,15 +102,19 @@ class Config(ExperimentConfig):
     lr_expert: float = 3e-3  # the action expert starts from scratch: its own lr (the VLM keeps lr_s1)
     fm_repeats: int = 8      # (time, noise) draws per demo chunk in the flow-matching loss
     noninferior_margin: float = 0.03  # "matches ID success": mean gap - 2 s.e. > -0.03 (brief: naive - 3 pts)
+    task: str = "touch"  # issue 43 item 1: the task set the policies learn ("touch" presses, "put", "both")
+    horizon: int = 16    # episode length in steps (a press needs <= 8; shorter = less random-walk success)
 
     BOUNDS = {"n_vl": (100, None), "n_vl_test": (50, None), "n_demo_episodes": (10, None), "d": (8, None),
               "layers": (1, 8), "s0_steps": (1, None), "s1_steps": (1, None), "batch": (2, None),
               "lr_s0": (1e-6, 1.0), "lr_s1": (1e-6, 1.0), "lambda_r": (0.0, None), "lambda_vl": (0.0, None),
               "protect_ratio": (0.0, 1.0), "n_eval": (8, None), "rl_iters": (1, None), "rl_group": (2, 64),
               "rl_updates": (1, None), "rl_lr": (1e-7, 1.0), "rl_k": (1, 16), "noninferior_margin": (0.0, 1.0),
-              "lr_expert": (1e-6, 1.0), "fm_repeats": (1, 64)}
+              "lr_expert": (1e-6, 1.0), "fm_repeats": (1, 64), "horizon": (4, 64)}
 
     def extra_checks(self) -> None:
+        if self.task not in ("touch", "put", "both"):
+            self.out_of_range("task", "'touch', 'put' or 'both'")
         if self.vision not in ("objects", "patches"):
             self.out_of_range("vision", "'objects' or 'patches'")
         if self.pretrained and ((self.d, self.layers, self.vision) != (64, 2, "objects") or self.grounding):
@@ -125,7 +129,7 @@ class Config(ExperimentConfig):
     @classmethod
     def quick(cls):
         # sized for <= 90 s CPU on an idle machine (3 seeds); the same budget for every arm of a stage
-        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=200, s0_steps=150, s1_steps=150,
+        return cls(seeds=(0, 1, 2), n_vl=2000, n_vl_test=400, n_demo_episodes=600, s0_steps=150, s1_steps=200,
                    n_eval=64, rl_iters=3)
 
     @classmethod
@@ -146,7 +150,9 @@ def run(config: Config, seed: int) -> SeedOutput:
     torch.manual_seed(seed)
     vl = make_vl_dataset(config.n_vl, seed=seed * 3 + 1)
     vl_test = make_vl_dataset(config.n_vl_test, seed=seed * 3 + 2)
-    demo = make_demo_dataset(config.n_demo_episodes, seed=seed * 3 + 3)
+    task = None if config.task == "both" else config.task
+    ep = {"task": task, "horizon": config.horizon}
+    demo = make_demo_dataset(config.n_demo_episodes, seed=seed * 3 + 3, **ep)
     t_data = time.time() - t0
     base = SyVLAPolicy(d=config.d, layers=config.layers, device=dev, grounding=config.grounding,
                        vision=config.vision)
@@ -158,20 +164,22 @@ def run(config: Config, seed: int) -> SeedOutput:
     acc0 = evaluate_vqa(base, vl_test)
     # the substrate gates' reference: a uniform-random policy on the same evaluation episodes (cheap: no model)
     random_success = {f"random_success_{split}": evaluate_success(UniformRandomPolicy(), split, config.n_eval,
-                                                                   seed=10_000 + seed) for split in SPLITS}
+                                                                   seed=10_000 + seed, **ep) for split in SPLITS}
     t_s0 = time.time() - t0
     metrics, budgets, s1_models = {}, {"s0": s0}, {}
     for arm in S1_ARMS:
         pol = copy.deepcopy(base)
+        q0 = pol.vlm.query.detach().clone()
         torch.manual_seed(seed)
         budgets[arm] = sft_vla(pol, demo, vl, arm, steps=config.s1_steps, batch=config.batch,
                                vl_batch=config.batch // 2, lr=config.lr_s1, lambda_r=config.lambda_r,
                                lambda_vl=config.lambda_vl, protect_ratio=config.protect_ratio, seed=seed,
                                lr_expert=config.lr_expert, fm_repeats=config.fm_repeats)
         acc = evaluate_vqa(pol, vl_test)
-        out = {"vqa_acc": acc, "vqa_acc0": acc0, "retention": acc / max(acc0, 1e-9)}
+        out = {"vqa_acc": acc, "vqa_acc0": acc0, "retention": acc / max(acc0, 1e-9),
+               "query_change": float((pol.vlm.query.detach() - q0).norm())}  # KI's queries train too
         for split in SPLITS:
-            out[f"success_{split}"] = evaluate_success(pol, split, config.n_eval, seed=10_000 + seed)
+            out[f"success_{split}"] = evaluate_success(pol, split, config.n_eval, seed=10_000 + seed, **ep)
         if arm == "naive":  # the gates compare the naive S1 policy with random actions on its own episodes
             out.update(random_success)
         metrics[arm] = out
@@ -184,11 +192,12 @@ def run(config: Config, seed: int) -> SeedOutput:
         c = torch.cat([start.intent(demo.image[i: i + 256], demo.instruction[i: i + 256], rids[i: i + 256])
                        for i in range(0, len(demo), 256)]).cpu()
     demo_t = {"state": torch.as_tensor(demo.state), "c": c, "actions": torch.as_tensor(demo.actions),
-              "emb": start.intent_embedding(c)}
+              "key": retrieval_key(demo.image, demo.state, demo.instruction), "instruction": demo.instruction,
+              "target": torch.as_tensor(demo.target)}
     curves = {}
     for arm in S2_ARMS:
         pol = copy.deepcopy(start)
-        env = Tabletop2DEnv(64, "id", seed)
+        env = Tabletop2DEnv(64, "id", seed, **ep)
         cfg = SSGRLConfig(iters=config.rl_iters, group_size=config.rl_group, updates_per_iter=config.rl_updates,
                           batch=config.batch, lr=config.rl_lr, k=config.rl_k, experts=_S2_EXPERTS[arm])
         torch.manual_seed(seed)
@@ -196,14 +205,17 @@ def run(config: Config, seed: int) -> SeedOutput:
         evals = []
         for it in range(cfg.iters):
             tr.iteration(it)
-            evals.append(evaluate_success(pol, "id", config.n_eval // 2, seed=20_000 + seed))
+            evals.append(evaluate_success(pol, "id", config.n_eval // 2, seed=20_000 + seed, **ep))
         curve = [h["rollout_success"] for h in tr.history]
         curves[arm] = {"rollout": curve, "eval": evals}
         out = {"success_id_final": evals[-1], "success_curve_mean": float(np.mean(evals)),
                "drawdown": _max_drawdown(evals),
                "positive_adv_frac": float(np.mean([h["positive_adv_frac"] for h in tr.history]))}
+        if cfg.experts in ("similar", "random"):  # issue 43 item 2: do the experts match task and target?
+            out["expert_task_match"] = float(np.mean([h["task_match"] for h in tr.history]))
+            out["expert_target_match"] = float(np.mean([h["target_match"] for h in tr.history]))
         for split in SPLITS[1:]:
-            out[f"success_{split}"] = evaluate_success(pol, split, config.n_eval, seed=10_000 + seed)
+            out[f"success_{split}"] = evaluate_success(pol, split, config.n_eval, seed=10_000 + seed, **ep)
         metrics[arm] = out
         budgets[arm] = {"iters": cfg.iters, "episodes_per_iter": 64, "updates_per_iter": cfg.updates_per_iter,
                         "samples_per_update": cfg.batch * (1 + (cfg.k if cfg.experts != "none" else 0)),
@@ -303,9 +315,10 @@ SCALE = ("laptop-scale: Tabletop2D (24x24 RGB, 4 objects, 2 zones, touch/put tas
 
 # Declared metrics (issue 52.4): what each arm writes; the runner refuses anything else.
 METRICS = {
-    S1_ARMS: ("vqa_acc", "vqa_acc0", "retention", "success_*"),
+    S1_ARMS: ("vqa_acc", "vqa_acc0", "retention", "query_change", "success_*"),
     "naive": ("random_success_*",),
     S2_ARMS: ("success_id_final", "success_curve_mean", "drawdown", "positive_adv_frac", "success_ood_*"),
+    ("rl_ssg", "rl_random"): ("expert_task_match", "expert_target_match"),
 }
 
 CLAIMS = (

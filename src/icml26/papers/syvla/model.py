@@ -12,7 +12,11 @@
   action chunk), ``select_action`` / ``reset`` (LeRobot's chunk queue).
 
 ``intent_mode`` selects how the action loss reaches the backbone: ``"full"`` (naive), ``"token"`` (ID-T: the
-query tokens read stop-gradient context keys/values) or ``"none"`` (KI: stop-gradient on the whole intent).
+query tokens read stop-gradient context keys/values: no action gradient reaches a context position or the
+embeddings, but the shared block weights still receive it through the query tokens' own computation path,
+the token-level reading of the brief) or ``"none"`` (KI at full strength, pi0.5-style: the query tokens and the
+action expert train on the action loss; the query pass reads stop-gradient context K/V through stop-gradient
+backbone weights, so every backbone parameter gets exactly 0 action gradient).
 """
 
 from __future__ import annotations
@@ -240,16 +244,28 @@ class TinyVLM(nn.Module):
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         return self.head(h)
 
-    def intent(self, kvs, keyok, *, detach_context: bool = False) -> torch.Tensor:
-        """Query-token states ``c`` (B, M, d) reading the context's per-layer keys/values."""
+    def intent(self, kvs, keyok, *, detach_context: bool = False, detach_weights: bool = False) -> torch.Tensor:
+        """Query-token states ``c`` (B, M, d) reading the context's per-layer keys/values.
+
+        ``detach_context``: the queries read stop-gradient context keys/values, so no gradient from ``c``
+        reaches the context positions (ID-T; the embeddings, which only the context uses, get exactly 0).
+        ``detach_weights``: the query pass uses stop-gradient copies of the backbone weights (the blocks and
+        ``ln_f``), so from ``c`` only the query tokens themselves receive a gradient (with
+        ``detach_context``: knowledge insulation at full strength, every backbone gradient exactly 0)."""
         B, T = keyok.shape
         x = (self.query + self.query_pos)[None].expand(B, -1, -1)
         mask = torch.cat([keyok, torch.ones(B, self.n_query, dtype=torch.bool, device=keyok.device)], 1)
         mask = mask[:, None, None, :]
+
+        def run(mod, *args):
+            if not detach_weights:
+                return mod(*args)
+            return torch.func.functional_call(mod, {n: p.detach() for n, p in mod.named_parameters()}, args)
+
         for blk, (k, v) in zip(self.blocks, kvs, strict=True):
             past = (k.detach(), v.detach()) if detach_context else (k, v)
-            x, _ = blk(x, past, mask)
-        return self.ln_f(x)
+            x, _ = run(blk, x, past, mask)
+        return run(self.ln_f, x)
 
 
 class FlowActionExpert(nn.Module):
@@ -320,9 +336,8 @@ class SyVLAPolicy(nn.Module):
         P = self.vlm.n_vis + TEXT_LEN  # position of <think>
         logits = self.vlm.logits(h[:, P: P + REASON_LEN])
         ce = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), reasoning_ids.reshape(-1))
-        c = self.vlm.intent(kvs, keyok, detach_context=self.intent_mode == "token")
-        if self.intent_mode == "none":
-            c = c.detach()
+        c = self.vlm.intent(kvs, keyok, detach_context=self.intent_mode in ("token", "none"),
+                            detach_weights=self.intent_mode == "none")
         return ce, c
 
     @torch.no_grad()

@@ -9,7 +9,7 @@ import torch
 
 from .data import DemoData, VQAData, make_vl_dataset
 from .decoupling import IntentionDecoupler
-from .env import CHUNK, Tabletop2DEnv
+from .env import CHUNK, HORIZON, Tabletop2DEnv
 from .model import REASON_LEN, SyVLAPolicy
 from .rl import rollout
 
@@ -165,13 +165,14 @@ class UniformRandomPolicy:
 
 @torch.no_grad()
 def evaluate_success(policy: SyVLAPolicy, split: str, n_episodes: int, *, seed: int = 0, num_envs: int = 64,
-                     reasoning_accuracy: bool = False) -> float:
-    """Closed-loop success rate on ``split`` over ``n_episodes`` (stochastic flow sampling, fixed seeds)."""
+                     task: str | None = None, horizon: int = HORIZON) -> float:
+    """Closed-loop success rate on ``split`` over ``n_episodes`` (stochastic flow sampling, fixed seeds);
+    ``task`` and ``horizon`` as in :class:`Tabletop2DEnv`."""
     gen = torch.Generator().manual_seed(seed)
     num_envs = min(num_envs, n_episodes)
     succ = []
     for r in range((n_episodes + num_envs - 1) // num_envs):
-        env = Tabletop2DEnv(num_envs, split, seed)
+        env = Tabletop2DEnv(num_envs, split, seed, task=task, horizon=horizon)
         out = rollout(policy, env, seed=seed * 7919 + r, generator=gen)
         succ.append(out["success"])
     return float(np.concatenate(succ)[:n_episodes].mean())
