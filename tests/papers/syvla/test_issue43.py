@@ -182,3 +182,22 @@ def test_trainer_records_match_rates():
         rates[experts] = rec["task_match"]
         assert 0.0 <= rec["target_match"] <= rec["task_match"] <= 1.0
     assert rates["similar"] > rates["random"]
+
+
+def test_bad_inputs_are_refused():
+    from icml26.papers.syvla import advantage_weights, group_advantages
+
+    pol = SyVLAPolicy(d=8, layers=1, n_query=2)
+    img = np.zeros((1, 24, 24, 3), np.float32)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        pol.vqa_logits(img + 255.0, ["how many box"])
+    with pytest.raises(ValueError, match="finite"):
+        pol.vqa_logits(img * np.nan, ["how many box"])
+    with pytest.raises(ValueError, match="finite"):
+        advantage_weights([0.5, float("nan")])
+    with pytest.raises(ValueError, match="finite"):
+        group_advantages([1.0, float("nan")], 2)
+    obs, _ = Tabletop2DEnv(2, "id", 0).reset()
+    obs["state"] = obs["state"] * np.nan
+    with pytest.raises(ValueError, match="state must be finite"):
+        pol.act(obs)

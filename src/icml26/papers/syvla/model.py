@@ -86,6 +86,11 @@ def check_images(images, device=None) -> torch.Tensor:
                         dtype=torch.float32, device=device)
     if x.dim() != 4 or tuple(x.shape[1:]) != (IMG, IMG, 3):
         raise ValueError(f"images must have shape (B, {IMG}, {IMG}, 3), got {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise ValueError("images must be finite (got NaN or inf)")
+    if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
+        raise ValueError(f"images must be floats in [0, 1], got range [{float(x.min()):.3g}, {float(x.max()):.3g}] "
+                         "(divide 0-255 images by 255)")
     return x
 
 
@@ -408,6 +413,8 @@ class SyVLAPolicy(nn.Module):
         state = torch.as_tensor(obs["state"], dtype=torch.float32, device=self.device)
         if state.shape != (c.shape[0], 3):
             raise ValueError(f"state must have shape ({c.shape[0]}, 3), got {tuple(state.shape)}")
+        if not torch.isfinite(state).all():
+            raise ValueError("state must be finite (got NaN or inf)")
         a = self.sample_actions(state, c, noise_scale=noise_scale, generator=generator)
         return (a, c, r) if return_intent else a
 

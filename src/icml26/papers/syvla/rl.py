@@ -29,6 +29,8 @@ EXPERT_ADVANTAGE = 1.0
 def group_advantages(returns, group_size: int, eps: float = 1e-6) -> np.ndarray:
     """``(R_i - mean_G R) / (std_G R + eps)`` within consecutive groups of ``group_size`` episodes."""
     r = np.asarray(returns, dtype=float)
+    if not np.all(np.isfinite(r)):
+        raise ValueError("returns must be finite (got NaN or inf)")
     if group_size < 1 or r.size % group_size:
         raise ValueError(f"{r.size} returns do not split into groups of {group_size}")
     g = r.reshape(-1, group_size)
@@ -37,7 +39,13 @@ def group_advantages(returns, group_size: int, eps: float = 1e-6) -> np.ndarray:
 
 def advantage_weights(adv, w_max: float = 2.0) -> torch.Tensor:
     """``w(A) = clip(A, 0, w_max)``: negative advantages weigh 0 (AW-FM never pushes actions down)."""
-    return torch.as_tensor(adv, dtype=torch.float32).clamp(0.0, w_max)
+    a = torch.as_tensor(np.asarray(adv, dtype=np.float32) if not isinstance(adv, torch.Tensor) else adv,
+                        dtype=torch.float32)
+    if not torch.isfinite(a).all():
+        raise ValueError("advantages must be finite (got NaN or inf)")
+    if not w_max > 0:
+        raise ValueError(f"w_max must be > 0, got {w_max}")
+    return a.clamp(0.0, w_max)
 
 
 def advantage_weighted_fm_loss(per_sample_loss: torch.Tensor, adv, w_max: float = 2.0) -> torch.Tensor:
