@@ -382,29 +382,34 @@ def run(config: Config, seed: int) -> SeedOutput:
     curves: dict[str, dict[int, float]] = {}
     eval_phase = phase("evaluation")
     eval_phase.__enter__()
-    for arm in ARMS:
+    def evaluate(arm: str):
         d = defenders[arm]
-        r_pool = greedy_responses(d, pool_harm)
-        r_held = greedy_responses(d, heldout_harm)
-        asr_held, asr_held_guard = _rates((oracle, guard), heldout_harm, r_held)
-        curve = adaptive_asr_curve(d, oracle, lang, harm, c.adaptive_budgets, seed=40_000 + seed)
-        curves[arm] = curve
-        metrics[arm] = {
-            "asr_vanilla": _rates((oracle,), vanilla_harm, greedy_responses(d, vanilla_harm))[0],
-            "asr_pool": _rates((oracle,), pool_harm, r_pool)[0],
-            "asr_fixed": _rates((oracle,), fixed_attacks, greedy_responses(d, fixed_attacks))[0],
-            "asr_heldout": asr_held,
-            "asr_heldout_guard": asr_held_guard,
-            "asr_adaptive": curve[c.claim_budget],
-            **{f"asr_adaptive_b{b}": v for b, v in curve.items()},
-            "refusal_benign": refusal_rate(d, [s.text for s in benign]),
-            "refusal_adv_benign": refusal_rate(d, pool_benign + heldout_benign),
-            "helpful": helpfulness(d, benign),
-            # refusal on adversarially rewritten harmful seeds (the pool and held-out suites): the
-            # defender's movement under GRPO is this arm's value minus the base defender's (start)
-            "refusal_adv_harmful": float(np.mean([r.startswith(REFUSE) for r in r_pool + r_held])),
-            "defender_updates": float(0 if arm == "base" else n),
-        }
+        with limit_torch_threads(GAME_THREADS):
+            r_pool = greedy_responses(d, pool_harm)
+            r_held = greedy_responses(d, heldout_harm)
+            asr_held, asr_held_guard = _rates((oracle, guard), heldout_harm, r_held)
+            curve = adaptive_asr_curve(d, oracle, lang, harm, c.adaptive_budgets, seed=40_000 + seed)
+            return curve, {
+                "asr_vanilla": _rates((oracle,), vanilla_harm, greedy_responses(d, vanilla_harm))[0],
+                "asr_pool": _rates((oracle,), pool_harm, r_pool)[0],
+                "asr_fixed": _rates((oracle,), fixed_attacks, greedy_responses(d, fixed_attacks))[0],
+                "asr_heldout": asr_held,
+                "asr_heldout_guard": asr_held_guard,
+                "asr_adaptive": curve[c.claim_budget],
+                **{f"asr_adaptive_b{b}": v for b, v in curve.items()},
+                "refusal_benign": refusal_rate(d, [s.text for s in benign]),
+                "refusal_adv_benign": refusal_rate(d, pool_benign + heldout_benign),
+                "helpful": helpfulness(d, benign),
+                # refusal on adversarially rewritten harmful seeds (the pool and held-out suites): the
+                # defender's movement under GRPO is this arm's value minus the base defender's (start)
+                "refusal_adv_harmful": float(np.mean([r.startswith(REFUSE) for r in r_pool + r_held])),
+                "defender_updates": float(0 if arm == "base" else n),
+            }
+
+    # the arms' evaluations are independent (greedy decoding, the same seeded adaptive stream per
+    # arm): forked like the training runs; the results are plain floats
+    for arm, (curve, row) in zip(ARMS, _fork_map([partial(evaluate, arm) for arm in ARMS], WORKERS), strict=True):
+        curves[arm], metrics[arm] = curve, row
     for arm in ARMS:
         metrics[arm]["defender_shift"] = abs(metrics[arm]["refusal_adv_harmful"]
                                              - metrics["base"]["refusal_adv_harmful"])
