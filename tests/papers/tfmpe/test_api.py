@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from icml26.papers.tfmpe import (
     TFMPE,
+    FastVelocity,
     HierarchicalGaussianLinear,
     Labeller,
     TokenTransformerVelocity,
@@ -423,3 +424,58 @@ def test_sbi_diagnostics_run_on_the_adapter(trained):
     assert ks.shape == (3,) and bool(((ks >= 0) & (ks <= 1)).all())
     with pytest.raises(ValueError, match="shape"):
         post.sample_batched((2,), torch.zeros(3, 5))
+
+
+# ---------------------------------------------------------------- fast sampler (issue 48)
+@pytest.mark.parametrize("scale", [1.0, 40.0])  # 40: scores beyond +-80, the max-shift route
+@pytest.mark.parametrize("chunk_rows", [10**9, 25])  # one chunk; chunks of observations/draws
+def test_fast_velocity_equals_forward(scale, chunk_rows):
+    """FastVelocity (folded LayerNorm affines and cross-attention, chunked) is the network's
+    forward: same velocities to float rounding, with padded sites (masked self- and
+    cross-attention, fully masked rows), functional inputs and 2 layers."""
+    torch.manual_seed(4)
+    net = TokenTransformerVelocity(3, **{**TINY, "n_layers": 2}).eval()
+    with torch.no_grad():
+        for blk in [*net.encoder, *net.decoder]:
+            blk.att.q.weight.mul_(scale)
+            if blk.cross:
+                blk.catt.q.weight.mul_(scale)
+    g = torch.Generator().manual_seed(5)
+    batch = {"y": torch.randn(2, 3, 2, generator=g), "g": torch.randn(2, 2, generator=g),
+             "l": torch.randn(2, 3, 2, generator=g)}
+    padded, masks, fi = pad_sites(batch, ("y", "l"), 5, func_inputs={"y": torch.rand(2, 3, 2)})
+    tok, _ = tokenize(padded, ["y"], local=("y", "l"), masks=masks, func_inputs=fi,
+                      labeller=Labeller(["y", "g", "l"]))
+    for n in (1, 7):
+        prep = net.prepare(tok).repeat(n)
+        x = torch.randn(2 * n, tok.n_target, generator=g) * prep.t_present
+        t = torch.rand(2 * n, generator=g)
+        with torch.no_grad():
+            ref = net(x, t, prep)
+            fast = FastVelocity(net, prep, chunk_rows=chunk_rows)(x, t)
+        assert fast.shape == ref.shape
+        torch.testing.assert_close(fast, ref, atol=2e-5 * scale, rtol=1e-4)
+        assert (fast[prep.t_present == 0] == 0).all()
+
+
+def test_fast_velocity_needs_eval_mode():
+    net = TokenTransformerVelocity(3, **TINY)
+    tok, _ = _hier_tokens(2)
+    with pytest.raises(RuntimeError, match="eval mode"):
+        FastVelocity(net, net.prepare(tok))
+
+
+def test_fast_sampling_gives_the_reference_draws(trained):
+    """Same noise, same solver (midpoint x 8 = 16 NFE): the fast sampler's draws equal the
+    reference path's (``fast=False``, the network's forward) to float tolerance."""
+    sim, est = trained
+    gen = torch.Generator().manual_seed(1)
+    y1 = sim.simulate(sim.prior(1, 2, gen), gen)["y"][0]
+    y3 = sim.simulate(sim.prior(3, 2, gen), gen)["y"]
+    for call in (lambda **k: est.sample(500, {"y": y1}, steps=8, **k),
+                 lambda **k: est.sample_batched(50, {"y": y3}, steps=8, **k)):
+        a = call(generator=torch.Generator().manual_seed(7), fast=True)
+        b = call(generator=torch.Generator().manual_seed(7), fast=False)
+        for name in b:
+            torch.testing.assert_close(a[name], b[name], atol=1e-4, rtol=1e-4)
+        assert (a["g"][0] - a["g"][1]).abs().max() > 1e-3  # not a degenerate solve

@@ -27,7 +27,7 @@ from .hierarchical import (
     lf_train,
     simulate_multisite,
 )
-from .model import GaussianFourier, Prepared, TokenTransformerVelocity
+from .model import FastVelocity, GaussianFourier, Prepared, TokenTransformerVelocity
 from .sbi_adapter import SBIPosterior
 from .sir import HierarchicalSIR, sir_infected
 from .tokens import Decoder, Labeller, Tokens, pad_sites, site_attention_mask, tokenize
@@ -40,7 +40,7 @@ PAPER = {
 
 __all__ = [
     "PAPER", "CallCounter", "Decoder", "ExtrapolationWarning", "SBIPosterior", "FlatSBI", "GaussianFourier", "HierarchicalGaussianLinear",
-    "HierarchicalSIR", "HierarchicalSimulator", "LFResult", "Labeller", "Prepared", "TFMPE", "TokenTransformerVelocity",
+    "FastVelocity", "HierarchicalSIR", "HierarchicalSimulator", "LFResult", "Labeller", "Prepared", "TFMPE", "TokenTransformerVelocity",
     "Tokens", "c2st_accuracy", "coverage_curve", "expected_coverage_error", "flatten", "lf_train",
     "pad_sites", "rank_fractions", "simulate_multisite", "sir_infected", "site_attention_mask",
     "tokenize",
