@@ -4,7 +4,9 @@ Reads the latest quick result of every paper under ``--results`` (default ``resu
 ``icml26 reproduce --profile quick``) and writes ``benchmarks/quick_times.json`` and a Markdown
 table ``benchmarks/quick_times.md``: per paper the wall time, seeds, whether it ran over its budget,
 and the time split from the result's ``timing`` record (the core loops' spans summed over seeds,
-the named phases, judging, plotting). Regenerate after a reproduce run:
+the named phases, judging, plotting), and how many forked seed workers ran the seeds
+(``--seed-jobs``; with 2, the seeds' summed time exceeds the wall time). Regenerate after a
+reproduce run:
 
     python benchmarks/quick_times.py --results results
 """
@@ -35,7 +37,8 @@ def rows(results: Path) -> list[dict]:
             for k, v in (s.get("phases_s") or {}).items():
                 phases[k] = phases.get(k, 0.0) + v
         out.append({"paper": slug, "runtime_s": round(float(res["runtime_s"]), 1),
-                    "seeds": len(res["seeds"]), "over_budget": bool(res.get("over_budget")),
+                    "seeds": len(res["seeds"]), "seed_jobs": int(res.get("seed_jobs") or 1),
+                    "over_budget": bool(res.get("over_budget")),
                     "seed_total_s": round(sum(s.get("total_s", 0.0) for s in seeds), 1),
                     "loops_s": {k: round(v, 1) for k, v in sorted(loops.items())},
                     "phases_s": {k: round(v, 1) for k, v in sorted(phases.items())},
@@ -54,13 +57,14 @@ def main() -> None:
                         "python": platform.python_version()},
             "total_s": round(total, 1), "papers": table}
     atomic_write_json(HERE / "quick_times.json", data)
-    md = ["| paper | wall s | seeds | over budget | in core loops (s) | judge s | plot s |",
-          "|---|---|---|---|---|---|---|"]
+    md = ["| paper | wall s | seeds | seed jobs | over budget | in core loops (s) | judge s | plot s |",
+          "|---|---|---|---|---|---|---|---|"]
     for r in table:
         loops = ", ".join(f"{k} {v}" for k, v in r["loops_s"].items()) or "—"
-        md.append(f"| {r['paper']} | {r['runtime_s']} | {r['seeds']} | {'yes' if r['over_budget'] else 'no'} | "
+        md.append(f"| {r['paper']} | {r['runtime_s']} | {r['seeds']} | {r['seed_jobs']} | "
+                  f"{'yes' if r['over_budget'] else 'no'} | "
                   f"{loops} | {r['judge_s']} | {r['plot_s']} |")
-    md.append(f"| **total** | **{total:.0f} s ({total / 60:.1f} min)** | | | | | |")
+    md.append(f"| **total** | **{total:.0f} s ({total / 60:.1f} min)** | | | | | | |")
     atomic_write_text(HERE / "quick_times.md", "\n".join(md) + "\n")
     print("\n".join(md))
 

@@ -3,7 +3,8 @@
     icml26 list                      slug, title, status, last verdicts
     icml26 info SLUG                 the paper, its API entry point, its claims
     icml26 run SLUG|all [--profile P] [--seeds 0,1,2] [--set k=v ...] [--out DIR] [--strict]
-    icml26 reproduce [SLUG ...] [--profile quick] [--out DIR] [--jobs N] [--strict]
+               [--seed-jobs N|auto]
+    icml26 reproduce [SLUG ...] [--profile quick] [--out DIR] [--jobs N] [--seed-jobs N|auto]
     icml26 report [--results DIR] [--profile P]
 
 Before any compute, ``run`` and ``reproduce`` check what the run needs
@@ -63,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="exit 3 when a claim is not reproduced or inconclusive")
         sp.add_argument("--jobs", type=int, default=1,
                         help="papers to run in parallel processes (>= 1; default 1)")
+        sp.add_argument("--seed-jobs", default="auto", type=_seed_jobs, metavar="N|auto",
+                        help="run each paper's seeds in up to N forked processes, one torch "
+                             "thread each (same numbers as serial); auto (default): serial for "
+                             "smoke and with --jobs > 1, else min(2, seeds, CPUs)")
         sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
         sp.add_argument("--llm", metavar="URL", default=None,
                         help="OpenAI-compatible server for the papers' LLM roles, e.g. "
@@ -127,6 +132,15 @@ def _parser() -> argparse.ArgumentParser:
                              "docs/results/PROFILE.json and regenerate the README tables from it "
                              "(run from the repository root)")
     return p
+
+
+def _seed_jobs(value: str) -> int | str:
+    from .harness.fork_executor import parse_seed_jobs
+
+    try:
+        return parse_seed_jobs(value)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _counts(claims: Sequence[dict[str, Any]]) -> str:
@@ -384,7 +398,7 @@ def _run(slugs: list[str], args: argparse.Namespace, write_report: bool) -> int:
         results = run_many(slugs, args.profile, seeds=args.seeds, overrides=args.overrides,
                            out=args.out, jobs=args.jobs, progress_factory=bars.factory,
                            resume=args.resume, executor=args.executor, address=args.address,
-                           stability=args.stability)
+                           stability=args.stability, seed_jobs=args.seed_jobs)
     if args.timing:
         for res in results:
             print(_timing_lines(res), file=sys.stderr)

@@ -291,7 +291,7 @@ def test_run_all_with_a_key_of_one_paper_leaves_the_others_untouched(tmp_path, m
     seen = {}
 
     def fake_run_isolated(slug, profile, seeds, overrides, out, progress, resume=False,
-                          stability=None):
+                          stability=None, seed_jobs="auto"):
         seen[slug] = list(overrides)
         return {"paper": slug, "status": "ok", "profile": profile, "runtime_s": 0.0,
                 "seeds": [], "claims": []}

@@ -298,6 +298,7 @@ def run_paper(
     resume: bool = False,
     seed_executor: Callable[..., tuple[dict, list[SeedOutput], list[int]]] | None = None,
     stability: bool | None = None,
+    seed_jobs: int | str | None = "auto",
 ) -> dict[str, Any]:
     """Run one paper and write its result file; return the result dict.
 
@@ -306,6 +307,9 @@ def run_paper(
 
     ``seed_executor`` (default :func:`run_experiment`, in process) runs the seeds; the Ray
     executor passes one that gathers remote seed jobs. Judging and writing are the same for both.
+    Without one, ``seed_jobs`` (``auto`` or N) runs the seeds in up to N forked workers on this
+    machine (:mod:`icml26.harness.fork_executor`; ``auto``: serial for smoke, else up to 2), the
+    stability sweep's seeds too; ``result["seed_jobs"]`` records how many were used.
 
     Usage errors (unknown slug, not implemented, bad profile, bad or out-of-range override)
     raise before anything runs. Anything that raises *during* the run is recorded as
@@ -316,11 +320,17 @@ def run_paper(
     experiment = info.experiment()
     config = build_config(experiment, profile, overrides, seeds)
     check_claims(experiment.CLAIMS)
+    jobs, forked = 1, None  # an executor passed in (Ray's) gathers the run's own seeds only
+    if seed_executor is None:
+        from .fork_executor import forked_seed_executor, resolve_seed_jobs
+
+        jobs = resolve_seed_jobs(seed_jobs, config)
+        forked = seed_executor = forked_seed_executor(jobs) if jobs > 1 else None
     outdir = Path(out) / slug / config.profile
     ckpt_dir = checkpoint_dir(out, slug, config)
     result = _new_result(slug, config.profile, list(config.seeds), config.to_dict())
     result.update({"title": info.title, "arxiv": info.arxiv, "budget_s": config.budget_s,
-                   "over_budget": False, "platform": platform_info()})
+                   "over_budget": False, "platform": platform_info(), "seed_jobs": jobs})
     start = time.perf_counter()
     outputs: list[SeedOutput] = []
     try:
@@ -341,7 +351,7 @@ def run_paper(
         result["llm_usage"] = llm_usage.to_dict()  # {"backend:model": tokens, calls, latency}
         _fill_measurements(result, experiment, config, metrics, outputs, outdir,
                            stability=(config.profile == "full") if stability is None else stability,
-                           progress=progress)
+                           progress=progress, execute=forked)
     except Exception:
         # judging or plotting raised: keep the measured metrics of the completed seeds
         result["status"] = "error"
@@ -392,11 +402,15 @@ def protocol_knobs(experiment: Any, config: ExperimentConfig) -> dict[str, tuple
 
 
 def sweep_knobs(experiment: Any, config: ExperimentConfig, result: dict[str, Any], *,
-                progress: Progress | None = None) -> None:
+                progress: Progress | None = None,
+                execute: Callable[..., tuple[dict, list[SeedOutput], list[int]]] | None = None,
+                ) -> None:
     """Verdict stability (CLAIMS.md rule 9): re-run every seed at each other setting of each
     protocol knob (every arm at the same setting), re-judge every claim and record
     ``stability: [{knob, setting, verdict}]`` per claim (the run's own setting included) and
-    ``unstable: [knob, ...]`` where the verdict changes."""
+    ``unstable: [knob, ...]`` where the verdict changes. ``execute`` runs the seeds (default
+    :func:`run_experiment`, in process; no checkpoints)."""
+    execute = execute or run_experiment
     knobs = protocol_knobs(experiment, config)
     by_id = {c["id"]: c for c in result["claims"]}
     for c in by_id.values():
@@ -412,7 +426,7 @@ def sweep_knobs(experiment: Any, config: ExperimentConfig, result: dict[str, Any
             varied = dataclasses.replace(config, **{knob: setting})
             if progress:
                 progress(f"stability: {knob}={setting}", 0, len(config.seeds))
-            metrics, _, _ = run_experiment(experiment, varied)
+            metrics, _, _ = execute(experiment, varied)
             for entry in judge_all(experiment, metrics, varied):
                 c = by_id[entry["id"]]
                 c["stability"].append({"knob": knob, "setting": to_jsonable(setting),
@@ -427,7 +441,8 @@ def sweep_knobs(experiment: Any, config: ExperimentConfig, result: dict[str, Any
 def _fill_measurements(result: dict[str, Any], experiment: Any, config: ExperimentConfig,
                        metrics: Mapping[str, Mapping[str, list[float]]],
                        outputs: Sequence[SeedOutput], outdir: Path, *,
-                       stability: bool = False, progress: Progress | None = None) -> None:
+                       stability: bool = False, progress: Progress | None = None,
+                       execute: Callable[..., Any] | None = None) -> None:
     """Metrics, extras, tuning, judged claims and plots of the completed seeds into ``result``."""
     result["metrics"] = {a: {m: [_finite_or_none(v) for v in vs] for m, vs in ms.items()}
                          for a, ms in metrics.items()}
@@ -443,7 +458,7 @@ def _fill_measurements(result: dict[str, Any], experiment: Any, config: Experime
     result["timing"] = timing
     if stability and not result.get("partial"):
         t0 = time.perf_counter()
-        sweep_knobs(experiment, config, result, progress=progress)
+        sweep_knobs(experiment, config, result, progress=progress, execute=execute)
         timing["stability_s"] = round(time.perf_counter() - t0, 3)
     if result.get("partial"):
         # a crashed run is not evidence: its seeds are judged and shown, never called reproduced
@@ -527,6 +542,7 @@ def run_many(
     executor: str = "local",
     address: str | None = None,
     stability: bool | None = None,
+    seed_jobs: int | str | None = "auto",
 ) -> list[dict[str, Any]]:
     """Run several papers; one failing paper never loses the others' results.
 
@@ -538,7 +554,15 @@ def run_many(
     process). ``executor="ray"``: one Ray task per (paper, seed) on a local or existing cluster
     (``address``), gathered and judged here exactly as the local path does
     (:mod:`icml26.harness.ray_executor`).
+    ``seed_jobs`` (local executor): each paper's seeds in up to N forked workers
+    (:mod:`icml26.harness.fork_executor`); ``auto`` is serial when ``jobs > 1`` papers already
+    share the cores.
     """
+    from .fork_executor import AUTO, parse_seed_jobs
+
+    seed_jobs = parse_seed_jobs(seed_jobs)
+    if jobs > 1 and seed_jobs == AUTO:
+        seed_jobs = 1
     slugs = list(slugs)
     routed = route_overrides(slugs, overrides)
     configs = {slug: build_config(get_paper(slug).experiment(), profile, routed[slug], seeds)
@@ -553,12 +577,12 @@ def run_many(
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             futures = [pool.submit(_run_isolated, s, profile, seeds, routed[s], out, None, resume,
-                                   None, stability)
+                                   None, stability, seed_jobs)
                        for s in slugs]
             return [f.result() for f in futures]
     return [_run_isolated(s, profile, seeds, routed[s], out,
                           progress_factory(s) if progress_factory else None, resume,
-                          stability=stability)
+                          stability=stability, seed_jobs=seed_jobs)
             for s in slugs]
 
 
@@ -566,11 +590,12 @@ def _run_isolated(slug: str, profile: str, seeds: Sequence[int] | None,
                   overrides: Sequence[str] | None, out: str | Path,
                   progress: Progress | None, resume: bool = False,
                   seed_executor: Callable[..., Any] | None = None,
-                  stability: bool | None = None) -> dict[str, Any]:
+                  stability: bool | None = None,
+                  seed_jobs: int | str | None = "auto") -> dict[str, Any]:
     try:
         return run_paper(slug, profile, seeds=seeds, overrides=overrides, out=out,
                          progress=progress, resume=resume, seed_executor=seed_executor,
-                         stability=stability)
+                         stability=stability, seed_jobs=seed_jobs)
     except Exception:
         result = _new_result(slug, profile, [], {})
         result.update(status="error", error=traceback.format_exc())

@@ -21,7 +21,8 @@ computed once per seed, issue 54). Stage 1 then continues it on the arm's own da
 in place of AdaptThink's: the sampled-accuracy report at T = 0.6, no claim.
 
 The arms' stages are independent: stage 1 (per SFT dataset) and stage 2 (per arm) run in up to
-``workers`` forked processes (issue 54), with the same numbers as in process (tested).
+``workers`` forked processes (issue 54; ``harness.parallel.fork_map``, serial inside a ``--seed-jobs``
+seed worker), with the same numbers as in process (tested).
 
 Stage-2 prompts follow the natural mix (simple-concise, complex-concise, complex-verbose; no
 verbose-simple prompts) for every arm, so robustness can only come from stage 1 or from the reward
@@ -60,6 +61,7 @@ from icml26.harness import (
     SubstrateCheck,
     mean_se,
 )
+from icml26.harness.parallel import fork_map
 from icml26.harness.plots import save_figure
 
 from .rewards import adaptthink_reward, oracle_mode_reward, thinkless_reward
@@ -125,33 +127,6 @@ BASE_SEED_OFFSET = 500  # the base stage's data and minibatch order differ from 
 CPU_PHASES = ("sft", "ref_accuracy", "grpo", "eval_greedy", "eval_sampled")
 SAMPLING_TEMPERATURES = (0.6, 1.0)  # AdaptThink's rollout/eval temperature and TRL's default
 CELL_METRICS = ("accuracy", "think_rate", "tokens", "mode_accuracy", "invalid_rate", "think_prob")
-
-
-_TASKS: list = []
-
-
-def _call_task(i: int):
-    return _TASKS[i]()
-
-
-def _fork_map(tasks: list, workers: int) -> list:
-    """``[t() for t in tasks]``, in up to ``workers`` forked processes (issue 54: the arms' stages are
-    independent, and two cores run two of them at once). Every task draws only from its own seeded
-    generators and runs with the parent's thread count, so its numbers are the same in a worker as in
-    process (tested). Serial where ``workers`` is 1, there is one task, or ``fork`` is unavailable."""
-    import multiprocessing as mp
-
-    if workers <= 1 or len(tasks) <= 1 or "fork" not in mp.get_all_start_methods():
-        return [t() for t in tasks]
-    global _TASKS
-    _TASKS = list(tasks)
-    threads = torch.get_num_threads()
-    try:
-        with mp.get_context("fork").Pool(min(workers, len(tasks)), initializer=torch.set_num_threads,
-                                         initargs=(threads,), maxtasksperchild=1) as pool:
-            return pool.map(_call_task, range(len(tasks)), chunksize=1)
-    finally:
-        _TASKS = []
 
 
 def _to_bytes(state: dict) -> bytes:
@@ -255,7 +230,7 @@ def run(config: Config, seed: int) -> SeedOutput:
                 "ref": ref, "metrics": met, "cpu": cpu}
 
     with phase("stage1"):
-        out1 = dict(zip(sft_data, _fork_map([lambda n=n: stage1(n) for n in sft_data], config.workers),
+        out1 = dict(zip(sft_data, fork_map([lambda n=n: stage1(n) for n in sft_data], config.workers),
                         strict=True))
     _add_cpu(cpu, [o["cpu"] for o in out1.values()])
     sft_models, ref_acc = {}, {}
@@ -300,7 +275,7 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     metrics: dict[str, dict[str, float]] = {"b0_sft": out1["naive"]["metrics"], "m1": out1["aug"]["metrics"]}
     with phase("stage2"):
-        out2 = dict(zip(plan, _fork_map([lambda a=a: stage2(a) for a in plan], config.workers), strict=True))
+        out2 = dict(zip(plan, fork_map([lambda a=a: stage2(a) for a in plan], config.workers), strict=True))
     _add_cpu(cpu, [o["cpu"] for o in out2.values()])
     for arm, o in out2.items():
         metrics.update(o["metrics"])

@@ -38,6 +38,7 @@ from icml26.harness import (
     paired_improvement,
 )
 from icml26.harness.claims import Decision, SubstrateCheck, noninferior
+from icml26.harness.parallel import fork_map
 from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
 from icml26.harness.seeding import limit_torch_threads
@@ -185,33 +186,8 @@ def _zero_adv(logs, batch_size: int) -> tuple[float, float, list[float]]:
     return float(np.mean([lg["zero_adv_share"] for lg in logs])), float(np.mean(counts)), counts
 
 
-WORKERS = 2        # forked processes for the arms' GRPO runs (2 cores; 1 = serial)
+WORKERS = 2        # forked processes for the arms' GRPO runs (2 cores; 1 = serial; serial in a seed worker)
 GAME_THREADS = 1   # intra-op threads per GRPO run (tiny models: one thread is as fast as two)
-_TASKS: list = []
-
-
-def _call_task(i: int):
-    return _TASKS[i]()
-
-
-def _fork_map(tasks: list, workers: int, pack=lambda r: r) -> list:
-    """``[t() for t in tasks]`` in up to ``workers`` forked processes (issue 54: the arms' GRPO
-    runs are independent). A worker's result passes through ``pack`` (no live tensors may cross
-    the process boundary: torch would send shared-memory handles that die with the worker).
-    Serial, unpacked, when ``workers`` is 1, there is one task, or ``fork`` is unavailable."""
-    import multiprocessing as mp
-
-    if workers <= 1 or len(tasks) <= 1 or "fork" not in mp.get_all_start_methods():
-        return [t() for t in tasks]
-    global _TASKS
-    _TASKS = [lambda t=t: pack(t()) for t in tasks]
-    try:
-        with mp.get_context("fork").Pool(min(workers, len(tasks)), maxtasksperchild=1) as pool:
-            return pool.map(_call_task, range(len(tasks)), chunksize=1)
-    finally:
-        _TASKS = []
-
-
 def _agent_bytes(agent) -> bytes:
     buf = io.BytesIO()
     torch.save(agent.model.state_dict(), buf)
@@ -225,7 +201,7 @@ def _agent_from(template, data: bytes):
 
 
 def _pack_run(out: dict) -> dict:
-    """A trained arm as plain data: agents as state-dict bytes (see :func:`_fork_map`)."""
+    """A trained arm as plain data: agents as state-dict bytes (see ``harness.parallel.fork_map``)."""
     h = out["history"]
     return {"packed": True, "logs_def": out["logs_def"], "logs_att": out["logs_att"],
             "defender": _agent_bytes(out["defender"]),
@@ -290,7 +266,7 @@ def run(config: Config, seed: int) -> SeedOutput:
             return attacker_prior, a0
 
     with phase("sft"):  # the defender's SFT and the attacker's pretraining + Phase 1 are independent
-        (d_out,), (prior_out, a0_out) = _fork_map([defender_stage, attacker_stage], WORKERS,
+        (d_out,), (prior_out, a0_out) = fork_map([defender_stage, attacker_stage], WORKERS,
                                                   pack=lambda agents: tuple(map(_agent_bytes, agents)))
         if isinstance(d_out, bytes):  # came back from a worker
             base = _agent_from(base, d_out)
@@ -351,7 +327,7 @@ def run(config: Config, seed: int) -> SeedOutput:
             return val_score(out["defender"]), out
 
     with phase("grpo_and_validation"):
-        done = _fork_map([partial(task, arm, lr) for arm, lr in tasks], WORKERS,
+        done = fork_map([partial(task, arm, lr) for arm, lr in tasks], WORKERS,
                          pack=lambda r: (r[0], _pack_run(r[1])))
         trained: dict[str, dict[float, dict]] = {arm: {} for arm in TRAINED}
         scores: dict[str, dict[float, float]] = {arm: {} for arm in TRAINED}
@@ -408,7 +384,7 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     # the arms' evaluations are independent (greedy decoding, the same seeded adaptive stream per
     # arm): forked like the training runs; the results are plain floats
-    for arm, (curve, row) in zip(ARMS, _fork_map([partial(evaluate, arm) for arm in ARMS], WORKERS), strict=True):
+    for arm, (curve, row) in zip(ARMS, fork_map([partial(evaluate, arm) for arm in ARMS], WORKERS), strict=True):
         curves[arm], metrics[arm] = curve, row
     for arm in ARMS:
         metrics[arm]["defender_shift"] = abs(metrics[arm]["refusal_adv_harmful"]
