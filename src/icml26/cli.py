@@ -50,8 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("slug", help="paper slug (see `icml26 list`)")
 
     def add_run_flags(sp: argparse.ArgumentParser, default_profile: str) -> None:
-        sp.add_argument("--profile", default=default_profile, choices=PROFILES,
-                        help=f"smoke (<=15 s), quick (<=3 min) or full (<=30 min); default {default_profile}")
+        sp.add_argument("--profile", default=default_profile, metavar="PROFILE",
+                        help=f"smoke (<=15 s), quick (<=3 min) or full (<=30 min), or an extra "
+                             f"profile a paper names (`icml26 info SLUG`); default {default_profile}")
         sp.add_argument("--seeds", default=None,
                         help="comma-separated distinct seeds >= 0, overriding the profile's "
                              "(e.g. 0,1,2)")
@@ -257,7 +258,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(_wrap(f"API:   {info.api or info.module_name}", "  "))
     exp = info.experiment()
-    for profile in PROFILES:
+    for profile in exp.Config.profiles():
         cfg = exp.Config.from_profile(profile)
         print(f"  profile {profile}: seeds {list(cfg.seeds)}, budget {cfg.budget_s:.0f} s")
     gates = {g.name: g for g in getattr(exp, "SUBSTRATE", ())}

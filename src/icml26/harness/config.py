@@ -12,6 +12,12 @@ high)}``, inclusive, ``None`` for an open end, so ``(None, 5)`` admits negative 
 element of a tuple), and every tuple field is non-empty unless named in ``MAY_BE_EMPTY``. A paper with a
 constraint that is not a range overrides :meth:`ExperimentConfig.extra_checks` and raises through
 :meth:`ExperimentConfig.out_of_range`.
+
+A paper may name *extra* profiles next to the three (e.g. a GPU-sized run on another backend) in
+``EXTRA_PROFILES = {name: (classmethod name, budget in seconds)}``; ``--profile NAME`` then builds
+the config from that classmethod, results go to ``OUT/SLUG/NAME/``, and a paper without the name
+refuses it as a usage error. Names are lower-case words joined by ``-`` or ``_`` and cannot shadow
+``smoke``/``quick``/``full``/``custom``.
 """
 
 from __future__ import annotations
@@ -62,6 +68,28 @@ class ExperimentConfig:
     PROFILES: ClassVar[tuple[str, ...]] = PROFILES
     BOUNDS: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
     MAY_BE_EMPTY: ClassVar[frozenset[str]] = frozenset()  # tuple fields for which () is meaningful
+    # extra named profiles: {name: (classmethod name, budget_s)} (module docstring)
+    EXTRA_PROFILES: ClassVar[dict[str, tuple[str, float]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        import re
+
+        for name, spec in cls.EXTRA_PROFILES.items():
+            if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9]*([-_][a-z0-9]+)*", name) \
+                    or name in (*PROFILES, "custom"):
+                raise TypeError(f"{cls.__name__}.EXTRA_PROFILES: bad profile name {name!r} "
+                                "(lower-case words joined by - or _, not smoke/quick/full/custom)")
+            if not (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str)
+                    and callable(getattr(cls, spec[0], None)) and isinstance(spec[1], int | float)
+                    and spec[1] > 0):
+                raise TypeError(f"{cls.__name__}.EXTRA_PROFILES[{name!r}] must be (classmethod "
+                                f"name of {cls.__name__}, budget_s > 0), got {spec!r}")
+
+    @classmethod
+    def profiles(cls) -> tuple[str, ...]:
+        """Every profile this config can build: smoke, quick, full, then its extra ones."""
+        return (*PROFILES, *cls.EXTRA_PROFILES)
 
     def __post_init__(self) -> None:
         self._validate_fields()
@@ -76,8 +104,8 @@ class ExperimentConfig:
 
     def _validate_fields(self) -> None:
         """Check every field's value (see the module docstring); raise :class:`ConfigError`."""
-        if self.profile not in (*PROFILES, "custom"):
-            self.out_of_range("profile", f"one of {', '.join(PROFILES)} or custom")
+        if self.profile not in (*self.profiles(), "custom"):
+            self.out_of_range("profile", f"one of {', '.join(self.profiles())} or custom")
         seeds = self.seeds
         if not isinstance(seeds, tuple) or not seeds:
             self.out_of_range("seeds", "a non-empty tuple of non-negative ints")
@@ -127,9 +155,11 @@ class ExperimentConfig:
 
     @classmethod
     def from_profile(cls, profile: str) -> ExperimentConfig:
-        if profile not in PROFILES:
-            raise ConfigError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-        config = getattr(cls, profile)()
+        if profile not in cls.profiles():
+            raise ConfigError(f"unknown profile {profile!r} for {cls.__module__}; choose one of "
+                              f"{', '.join(cls.profiles())}")
+        extra = cls.EXTRA_PROFILES.get(profile)
+        config = getattr(cls, extra[0] if extra else profile)()
         if not isinstance(config, cls):
             raise ConfigError(f"{cls.__name__}.{profile}() must return a {cls.__name__}")
         return dataclasses.replace(config, profile=profile)
@@ -179,6 +209,8 @@ class ExperimentConfig:
     @property
     def budget_s(self) -> float:
         """The wall-clock budget of this profile (DEVELOPERS.md: smoke 15 s, quick 3 min, full 30 min)."""
+        if self.profile in self.EXTRA_PROFILES:
+            return float(self.EXTRA_PROFILES[self.profile][1])
         return BUDGET_S.get(self.profile, BUDGET_S["full"])
 
     def to_dict(self) -> dict[str, Any]:
