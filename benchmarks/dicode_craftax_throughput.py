@@ -1,4 +1,4 @@
-"""(Written, not yet run.) Throughput of DiCode's Craftax-Classic backend on the CPU (needs ``pip install "icml26[craftax]"``).
+"""Throughput of DiCode's Craftax-Classic backend on the CPU (needs ``pip install "icml26[craftax]"``).
 
 Three numbers, each after its JIT warm-up (reported separately as ``jit_s``):
 
@@ -10,7 +10,7 @@ Three numbers, each after its JIT warm-up (reported separately as ``jit_s``):
   dreamed children (level programs on the real game; resets build worlds in Python).
 
 Rates are environment steps per wall-clock second on this machine (jax picks its own CPU
-threads). A curriculum run on Craftax-Classic is meant for a GPU; this script is the CPU record.
+threads; the committed JSON was measured on one core, see its ``run`` record). A curriculum run on Craftax-Classic is meant for a GPU; this script is the CPU record.
 
 Usage: ``python benchmarks/dicode_craftax_throughput.py [--num-envs 16] [--num-steps 16]
 [--updates 4] [--out dicode_craftax_throughput.json]``.
