@@ -190,3 +190,33 @@ def test_a_generated_level_builds_resets_and_steps_on_craftax_classic():
     assert any(not torch.equal(a, b) for a, b in zip(before, ppo.net.parameters(), strict=True))
     with pytest.raises(ValueError, match="actions"):
         env.step(np.array([17, 0, 0]))
+
+
+@pytest.mark.slow
+@needs_craftax
+def test_classic_env_worlds_by_index_time_limit_and_reassign():
+    """The curriculum trainer's interface on Classic: a world sampler's world index ``w`` is the
+    game's world of ``fold_in(PRNGKey(world_seed), w)`` (PLR replays it), the original game ends
+    at ``original_max_steps`` by the game's own termination, and ``reassign`` keeps the slots it
+    is told to keep (their step count goes on) and rebuilds the others on their new level."""
+    import jax
+
+    from icml26.papers.dicode.craftax_backend import ClassicLevelEnv, _classic_game
+
+    env = ClassicLevelEnv([None], 2, seed=0, original_max_steps=5, world_seed=11,
+                          world_sampler=lambda idx, rng: (np.zeros(len(idx)), np.full(len(idx), 7)))
+    game = _classic_game()
+    _, ref = game["reset1"](jax.random.fold_in(jax.random.PRNGKey(11), 7), env.params)
+    assert env.world.tolist() == [7, 7]
+    for i in range(2):
+        assert (np.asarray(env.state.map)[i] == np.asarray(ref.map)).all()
+    assert int(env.params.max_timesteps) == 5
+    for t in range(5):
+        _, _, d, info = env.step(np.zeros(2, np.int64))
+        assert d.all() == (t == 4)
+    assert info["length"].tolist() == [5, 5] and not info["truncated"].any()
+    env = ClassicLevelEnv([None, _PROBE], 2, slot_levels=[0, 0], seed=1)
+    env.step(np.zeros(2, np.int64))
+    env.reassign([None, _PROBE], [1, 0], keep=[False, True])
+    assert env.t.tolist() == [0, 1] and env.level.tolist() == [1, 0]
+    assert int(np.asarray(env.state.inventory.wood)[0]) == 3  # the probe level's inventory

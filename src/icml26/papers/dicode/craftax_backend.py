@@ -261,11 +261,39 @@ def classic_goal_indices(names) -> np.ndarray:
     return np.array([Achievement[a.upper()].value for a in names], dtype=np.int64)
 
 
+_CLASSIC: dict = {}
+
+
+def _classic_game():
+    """The Classic game (no auto-reset) and its jitted reset, vmapped step and vmapped
+    observation, built once per process: every :class:`ClassicLevelEnv` shares them, so the JIT
+    runs once per batch shape, not once per env."""
+    if not _CLASSIC:
+        import jax
+        from craftax.craftax_classic.envs.craftax_symbolic_env import (
+            CraftaxClassicSymbolicEnvNoAutoReset,
+        )
+
+        env = CraftaxClassicSymbolicEnvNoAutoReset()
+        _CLASSIC.update(env=env, reset1=jax.jit(env.reset_env),
+                        step=jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None))),
+                        obs=jax.jit(jax.vmap(env.get_obs)))
+    return _CLASSIC
+
+
+def classic_achievements() -> tuple[str, ...]:
+    """Craftax-Classic's 22 achievement names (lower case, in the game's enum order)."""
+    from craftax.craftax_classic.constants import Achievement
+
+    return tuple(a.name.lower() for a in sorted(Achievement, key=lambda a: a.value))
+
+
 class ClassicLevelEnv:
     """Level programs on Craftax-Classic behind the batched ``VecEnv`` protocol of core.rl.ppo.
 
     ``levels``: level program sources (or ``None`` for the original game: the game's own world,
-    every achievement relevant, the game's own termination). Slot ``i`` plays
+    every achievement relevant, the game's own termination, whose time limit is
+    ``original_max_steps``, Craftax's ``max_timesteps``: 10000 by default). Slot ``i`` plays
     ``levels[slot_levels[i]]``; every reset builds a fresh world (the game's procedural world from
     a new key, then the program's edits). A level's episode ends on the game's death/lava, on
     success (every relevant achievement unlocked, as in DiCode: plus the completion ``bonus``) or
@@ -273,63 +301,83 @@ class ClassicLevelEnv:
     Observation: Classic's symbolic observation and the multi-hot of the level's relevant
     achievements (22 Classic achievements; DiCode's ``one_hot`` conditioning). The game steps are
     one jitted, vmapped call; resets build worlds in Python (slow, fine for tiny budgets; a GPU
-    profile would jit the builder)."""
+    profile would jit the builder).
+
+    The curriculum trainer's interface (as :class:`.world.MicroCraftEnv`): ``assign(slots)``,
+    ``reassign(levels, slots, keep)`` (slots with ``keep`` continue their episode), ``level`` /
+    ``world`` per slot (what the slot plays now) and ``world_sampler(slots, rng) -> (levels,
+    worlds)``: when set, it picks every reset's level and *world index*, and world ``w`` is the
+    game's world of the key ``fold_in(PRNGKey(world_seed), w)`` (PLR replays worlds by index);
+    without it, a world comes from the env's own key stream (``world`` is -1)."""
 
     def __init__(self, levels, num_envs: int, slot_levels=None, seed: int = 0,
-                 bonus: float = 0.0) -> None:
+                 bonus: float = 0.0, original_max_steps: int = 10_000, world_sampler=None,
+                 world_seed: int = 0) -> None:
         if not craftax_available():
             raise ImportError("levels on Craftax-Classic need the optional packages craftax and "
                               "jax (pip install craftax jax)")
         import jax
         from craftax.craftax_classic.constants import Achievement
-        from craftax.craftax_classic.envs.craftax_symbolic_env import (
-            CraftaxClassicSymbolicEnvNoAutoReset,
-        )
 
-        from .world import LevelParams
-
+        game = _classic_game()
         self._jax = jax
-        self.env = CraftaxClassicSymbolicEnvNoAutoReset()
-        self.params = self.env.default_params
+        self.env = game["env"]
+        if int(original_max_steps) < 1:
+            raise ValueError(f"original_max_steps must be >= 1, got {original_max_steps}")
+        self.params = self.env.default_params.replace(max_timesteps=int(original_max_steps))
         self.num_envs = int(num_envs)
         self.num_actions = int(self.env.num_actions)
         self.n_ach = len(Achievement)
         self.bonus = float(bonus)
         self.rng = np.random.default_rng(seed)
         self.key = jax.random.PRNGKey(seed)
-        self.levels = []
-        for src in levels:
-            if src is None:
-                self.levels.append((None, np.arange(self.n_ach), (), float("inf")))
-                continue
-            cls = load_level(src)
-            lv = cls()
-            p = lv.params() if hasattr(lv, "params") else LevelParams()
-            lo, hi = LevelParams.RANGES["max_steps"]
-            self.levels.append((lv, classic_goal_indices(cls.relevant_achievements),
-                                tuple(a for a in cls.completed_achievements
-                                      if a not in NOT_IN_CLASSIC),
-                                float(min(max(p.max_steps, lo), hi))))
+        self.world_key = jax.random.PRNGKey(world_seed)
+        self.world_sampler = world_sampler
+        self._parsed: dict = {}
+        self.levels = [self._parse(src) for src in levels]
         slots = np.zeros(self.num_envs, np.int64) if slot_levels is None else np.asarray(slot_levels)
-        if slots.shape != (self.num_envs,) or slots.min() < 0 or slots.max() >= len(self.levels):
-            raise ValueError(f"slot_levels needs {self.num_envs} indices in [0, {len(self.levels)})")
+        self._check_slots(slots)
         self.slot_level = slots.astype(np.int64)
-        self._reset1 = jax.jit(self.env.reset_env)
-        self._step = jax.jit(jax.vmap(self.env.step_env, in_axes=(0, 0, 0, None)))
-        self._obs = jax.jit(jax.vmap(self.env.get_obs))
+        self.level = self.slot_level.copy()
+        self.world = np.full(self.num_envs, -1, np.int64)
+        self._reset1, self._step, self._obs = game["reset1"], game["step"], game["obs"]
         self.state = None
         self.t = np.zeros(self.num_envs, np.int64)
         self.ret = np.zeros(self.num_envs, np.float32)
         self.obs_dim = int(self.reset().shape[1])
 
+    def _parse(self, src):
+        """``(level object or None, goal indices, completed names, time limit)`` of a source."""
+        from .world import LevelParams
+
+        if src is None:
+            return (None, np.arange(self.n_ach), (), float("inf"))
+        if src not in self._parsed:
+            cls = load_level(src)
+            lv = cls()
+            p = lv.params() if hasattr(lv, "params") else LevelParams()
+            lo, hi = LevelParams.RANGES["max_steps"]
+            self._parsed[src] = (lv, classic_goal_indices(cls.relevant_achievements),
+                                 tuple(a for a in cls.completed_achievements
+                                       if a not in NOT_IN_CLASSIC),
+                                 float(min(max(p.max_steps, lo), hi)))
+        return self._parsed[src]
+
+    def _check_slots(self, slots: np.ndarray) -> None:
+        if slots.shape != (self.num_envs,) or slots.min() < 0 or slots.max() >= len(self.levels):
+            raise ValueError(f"slot_levels needs {self.num_envs} indices in [0, {len(self.levels)})")
+
     def _goal(self, slot: int) -> np.ndarray:
         g = np.zeros(self.n_ach, np.float32)
-        g[self.levels[self.slot_level[slot]][1]] = 1.0
+        g[self.levels[self.level[slot]][1]] = 1.0
         return g
 
     def _build(self, slot: int):
-        level, _, completed, _ = self.levels[self.slot_level[slot]]
-        self.key, sub = self._jax.random.split(self.key)
+        level, _, completed, _ = self.levels[self.level[slot]]
+        if self.world[slot] >= 0:
+            sub = self._jax.random.fold_in(self.world_key, int(self.world[slot]))
+        else:
+            self.key, sub = self._jax.random.split(self.key)
         _, base = self._reset1(sub, self.params)
         if level is None:
             return base
@@ -345,10 +393,49 @@ class ClassicLevelEnv:
         goals = np.stack([self._goal(i) for i in range(self.num_envs)])
         return np.concatenate([obs, goals], axis=1)
 
+    def _pick(self, idx: np.ndarray) -> None:
+        """Level and world of the slots ``idx`` about to reset."""
+        if self.world_sampler is not None:
+            lv, wd = self.world_sampler(idx, self.rng)
+            self.level[idx], self.world[idx] = np.asarray(lv, np.int64), np.asarray(wd, np.int64)
+        else:
+            self.level[idx], self.world[idx] = self.slot_level[idx], -1
+
+    def _reset_slots(self, idx: np.ndarray) -> None:
+        self._pick(idx)
+        fresh = self._stack([self._build(i) for i in idx])
+        if self.state is None or len(idx) == self.num_envs:
+            self.state = fresh
+        else:
+            ii = self._jax.numpy.asarray(idx)
+            self.state = self._jax.tree.map(lambda s, f: s.at[ii].set(f), self.state, fresh)
+        self.t[idx] = 0
+        self.ret[idx] = 0
+
     def reset(self) -> np.ndarray:
-        self.state = self._stack([self._build(i) for i in range(self.num_envs)])
-        self.t[:] = 0
-        self.ret[:] = 0
+        self.state = None
+        self._reset_slots(np.arange(self.num_envs))
+        return self._observe()
+
+    def assign(self, slot_levels) -> np.ndarray:
+        """Set every slot's level and reset every slot."""
+        slots = np.asarray(slot_levels, dtype=np.int64)
+        self._check_slots(slots)
+        self.slot_level = slots.copy()
+        return self.reset()
+
+    def reassign(self, levels, slot_levels, keep) -> np.ndarray:
+        """A new level list and slot levels; slots with ``keep`` continue their episode (their
+        level must mean the same program before and after), the others reset."""
+        self.levels = [self._parse(src) for src in levels]
+        slots = np.asarray(slot_levels, dtype=np.int64)
+        self._check_slots(slots)
+        self.slot_level = slots.copy()
+        keep = np.asarray(keep, bool)
+        self.level[keep] = slots[keep]
+        idx = np.flatnonzero(~keep)
+        if len(idx):
+            self._reset_slots(idx)
         return self._observe()
 
     def step(self, actions: np.ndarray):
@@ -363,10 +450,10 @@ class ClassicLevelEnv:
         r, dead = np.asarray(r, np.float32).copy(), np.asarray(dead, bool)
         ach = np.asarray(self.state.achievements, bool)
         self.t += 1
-        success = np.array([ach[i, self.levels[self.slot_level[i]][1]].all()
-                            and self.levels[self.slot_level[i]][0] is not None
+        success = np.array([ach[i, self.levels[self.level[i]][1]].all()
+                            and self.levels[self.level[i]][0] is not None
                             for i in range(self.num_envs)])
-        timeout = self.t >= np.array([self.levels[s][3] for s in self.slot_level])
+        timeout = self.t >= np.array([self.levels[s][3] for s in self.level])
         r += success * self.bonus
         self.ret += r
         done = dead | success | timeout
@@ -374,14 +461,11 @@ class ClassicLevelEnv:
         if done.any():
             idx = np.flatnonzero(done)
             truncated = (timeout & ~dead & ~success)[idx]
-            info = {"slot": idx, "level": self.slot_level[idx].copy(), "return": self.ret[idx].copy(),
-                    "success": success[idx].copy(), "unlocked": ach[idx].copy(),
-                    "length": self.t[idx].copy(), "truncated": truncated}
+            info = {"slot": idx, "level": self.level[idx].copy(), "world": self.world[idx].copy(),
+                    "return": self.ret[idx].copy(), "success": success[idx].copy(),
+                    "unlocked": ach[idx].copy(), "length": self.t[idx].copy(),
+                    "truncated": truncated}
             if truncated.any():
                 info["final_obs"] = self._observe()[idx]
-            fresh = self._stack([self._build(i) for i in idx])
-            ii = self._jax.numpy.asarray(idx)
-            self.state = self._jax.tree.map(lambda s, f: s.at[ii].set(f), self.state, fresh)
-            self.t[idx] = 0
-            self.ret[idx] = 0
+            self._reset_slots(idx)
         return self._observe(), r, done, info

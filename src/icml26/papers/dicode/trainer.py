@@ -115,7 +115,17 @@ def _allocate(num_envs: int, n_levels: int, share: float) -> np.ndarray:
 
 
 class Runner:
-    """Owns the agent and the original game's banks; runs sessions on level batches."""
+    """Owns the agent and the original game's banks; runs sessions on level batches.
+
+    The game is MicroCraft; :class:`.classic_trainer.ClassicRunner` runs the same sessions on
+    Craftax-Classic by overriding the game hooks (``achievements``, ``goal_names``, ``compile``,
+    :meth:`_levels`, :meth:`_make_env`, :meth:`evaluate`)."""
+
+    # the game's achievements (the env's ``unlocked`` vectors), the goals a level program may
+    # name on this game (the oracle's tech tree), and the level compiler
+    achievements: tuple[str, ...] = ACHIEVEMENTS
+    goal_names: tuple[str, ...] = ACHIEVEMENTS
+    compile = staticmethod(compile_levels)
 
     def __init__(self, cfg: CurriculumConfig, ppo: PPOConfig, seed: int) -> None:
         self.cfg, self.ppo_cfg, self.seed = cfg, ppo, seed
@@ -135,6 +145,14 @@ class Runner:
         r = 0.0 if self.r_orig is None else self.r_orig
         return max(self.cfg.bonus_k * r, self.cfg.bonus_min)
 
+    def _levels(self, banks: list) -> list:
+        """The env's level list: the original game first (env level 0), then ``banks``."""
+        return [self.original, *banks]
+
+    def _make_env(self, levels: list, world_sampler: Callable | None):
+        return MicroCraftEnv(levels, self.cfg.num_envs, seed=int(self.rng.integers(2**31)),
+                             bonus=self.bonus, world_sampler=world_sampler)
+
     def session(self, banks: list[Bank], slot_levels: np.ndarray | None = None,
                 world_sampler: Callable | None = None, train_mask: Callable | None = None,
                 record: Callable | None = None) -> SessionStats:
@@ -144,12 +162,11 @@ class Runner:
         reset; ``train_mask(batch) -> (T, B)`` (reading ``batch["record"]``, filled by
         ``record(env)``) drops transitions from the loss (robust PLR)."""
         cfg = self.cfg
-        all_banks = [self.original, *banks]
+        all_banks = self._levels(banks)
         slots = _allocate(cfg.num_envs, len(banks), cfg.original_share) if slot_levels is None \
             else slot_levels
         if self.env is None:
-            self.env = MicroCraftEnv(all_banks, cfg.num_envs, seed=int(self.rng.integers(2**31)),
-                                     bonus=self.bonus, world_sampler=world_sampler)
+            self.env = self._make_env(all_banks, world_sampler)
             self.obs = self.env.assign(slots)
         else:
             keep = (slots == 0) & (self.env.slot_level == 0)
@@ -174,8 +191,8 @@ class Runner:
                         stats.original_returns.append(float(ret))
                         orig_unl.append(unl)
                     if scoring:
-                        s = stats.per_level.setdefault(int(lv), {"n": 0, "succ": 0,
-                                                                 "unl": np.zeros(len(ACHIEVEMENTS))})
+                        s = stats.per_level.setdefault(
+                            int(lv), {"n": 0, "succ": 0, "unl": np.zeros(len(self.achievements))})
                         s["n"] += 1
                         s["succ"] += int(succ)
                         s["unl"] += unl
@@ -219,24 +236,26 @@ class Runner:
         return out
 
 
-def _level_feedback(stats: SessionStats, env_index: int) -> tuple[float, dict[str, float]]:
+def _level_feedback(stats: SessionStats, env_index: int,
+                    names: tuple[str, ...] = ACHIEVEMENTS) -> tuple[float, dict[str, float]]:
     s = stats.per_level.get(env_index)
     if not s or s["n"] == 0:
         return -1.0, {}
-    per = {a: float(s["unl"][i] / s["n"]) for i, a in enumerate(ACHIEVEMENTS)}
+    per = {a: float(s["unl"][i] / s["n"]) for i, a in enumerate(names)}
     return s["succ"] / s["n"], per
 
 
-def _profile(stats: SessionStats) -> dict[str, float]:
+def _profile(stats: SessionStats, names: tuple[str, ...] = ACHIEVEMENTS) -> dict[str, float]:
     if stats.original_unlocked is None:
         return {}
-    return {a: float(v) for a, v in zip(ACHIEVEMENTS, stats.original_unlocked, strict=True)}
+    return {a: float(v) for a, v in zip(names, stats.original_unlocked, strict=True)}
 
 
 def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
-                    compile_fn: Callable = compile_levels) -> dict:
+                    compile_fn: Callable | None = None) -> dict:
     """DiCode (``closed_loop=True``) or the open-loop random-mutation ablation."""
     cfg = runner.cfg
+    compile_fn = compile_fn or runner.compile
     rng = np.random.default_rng([runner.seed, 11])
     gen = generator or (ProgrammaticDreamer(runner.seed) if closed_loop
                         else RandomCodeMutator(runner.seed))
@@ -299,9 +318,9 @@ def run_archive_arm(runner: Runner, closed_loop: bool, generator=None,
             batch = new + sample_active_levels(archive, rest, s, rng, cfg.temperature,
                                                cfg.staleness_coeff, uniform=not closed_loop)
         stats = runner.session([banks[i] for i in batch])
-        profile = _profile(stats) or profile
+        profile = _profile(stats, runner.achievements) or profile
         for k, rid in enumerate(batch):
-            sr, per = _level_feedback(stats, k + 1)
+            sr, per = _level_feedback(stats, k + 1, runner.achievements)
             was_new = not archive.records[rid].scored
             archive.update_score(rid, sr, s, per)
             if was_new and s > 0:
@@ -341,8 +360,9 @@ def _relevant(code: str) -> tuple:
     return tuple(a for a in rel if a in TIER) or ("collect_wood",)
 
 
-def run_dr_arm(runner: Runner, compile_fn: Callable = compile_levels) -> dict:
+def run_dr_arm(runner: Runner, compile_fn: Callable | None = None) -> dict:
     cfg = runner.cfg
+    compile_fn = compile_fn or runner.compile
     rng = np.random.default_rng([runner.seed, 13])
     codes = [random_level(rng) for _ in range(cfg.sessions * cfg.levels_per_session)]
     res = compile_fn(codes, seed=runner.seed, n_worlds=cfg.n_worlds, size=cfg.size)
@@ -440,12 +460,14 @@ def _plr_loop(runner: Runner, robust: bool, accel: bool) -> dict:
     return out
 
 
-def oracle_levels(sessions: int, per_session: int) -> list[list[str]]:
-    """The oracle curriculum's level programs, per session: the achievements sorted by tier
-    (ties in the game's order), a window of ``per_session`` consecutive goals that slides from
-    the first tier (session 0) to the last (the final session), each goal scaffolded from
-    scratch (nothing compressed into the start state, resources within 3 steps)."""
-    order = sorted(ACHIEVEMENTS, key=lambda a: (TIER[a], ACHIEVEMENTS.index(a)))
+def oracle_levels(sessions: int, per_session: int,
+                  goals: tuple[str, ...] = ACHIEVEMENTS) -> list[list[str]]:
+    """The oracle curriculum's level programs, per session: the achievements (``goals``, default
+    all of MicroCraft's) sorted by tier (ties in the game's order), a window of ``per_session``
+    consecutive goals that slides from the first tier (session 0) to the last (the final
+    session), each goal scaffolded from scratch (nothing compressed into the start state,
+    resources within 3 steps)."""
+    order = sorted(goals, key=lambda a: (TIER[a], ACHIEVEMENTS.index(a)))
     k = min(per_session, len(order))
     last = len(order) - k
     out = []
@@ -457,9 +479,10 @@ def oracle_levels(sessions: int, per_session: int) -> list[list[str]]:
     return out
 
 
-def run_oracle_arm(runner: Runner, compile_fn: Callable = compile_levels) -> dict:
+def run_oracle_arm(runner: Runner, compile_fn: Callable | None = None) -> dict:
     cfg = runner.cfg
-    plan = oracle_levels(cfg.sessions, cfg.levels_per_session)
+    compile_fn = compile_fn or runner.compile
+    plan = oracle_levels(cfg.sessions, cfg.levels_per_session, runner.goal_names)
     codes = [c for session in plan for c in session]
     res = compile_fn(codes, seed=runner.seed, n_worlds=cfg.n_worlds, size=cfg.size)
     bad = [r.reason for r in res if not r.ok]
@@ -473,11 +496,14 @@ def run_oracle_arm(runner: Runner, compile_fn: Callable = compile_levels) -> dic
     return {"levels_generated": float(len(codes)), "compile_rate": 1.0}
 
 
-def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generator=None) -> dict:
-    """Train one arm from scratch; returns eval metrics, the learning curve and diagnostics."""
+def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generator=None,
+            runner_cls: type[Runner] = Runner) -> dict:
+    """Train one arm from scratch; returns eval metrics, the learning curve and diagnostics.
+    ``runner_cls``: the game (:class:`Runner`: MicroCraft; :class:`.classic_trainer.ClassicRunner`:
+    Craftax-Classic)."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
-    runner = Runner(cfg, ppo, seed)
+    runner = runner_cls(cfg, ppo, seed)
     if arm == "dicode":
         diag = run_archive_arm(runner, True, generator)
     elif arm == "random_mutation":
