@@ -164,6 +164,7 @@ class Tabletop2DEnv:
         self.split, self.task = split, task
         self.rng = np.random.default_rng(seed)
         self.scenes: list[Scene] = []
+        self._layer, self._layer_obj = None, None
 
     def reset(self, seed: int | None = None, *, group_size: int = 1, scenes: list[Scene] | None = None):
         """New episodes; ``group_size`` G repeats each drawn scene G times (GRPO-style groups)."""
@@ -193,6 +194,7 @@ class Tabletop2DEnv:
         self.done = np.zeros(B, bool)
         self.success = np.zeros(B, bool)
         self._static = np.stack([render_static(s) for s in scenes])
+        self._layer, self._layer_obj = None, None
         self._instr = [s.instruction() for s in scenes]
         self._colors = np.zeros((B, n, 3), np.float32)
         self._shape_id = np.zeros((B, n), int)
@@ -202,21 +204,35 @@ class Tabletop2DEnv:
                 self._shape_id[i, j] = SHAPES.index(sh)
         return self._obs(), {"instruction": [s.instruction() for s in scenes]}
 
-    def _render(self) -> np.ndarray:
-        img = self._static
+    def _render_objects(self, rows: np.ndarray) -> np.ndarray:
+        """Static layer + objects of the envs ``rows`` (B', IMG, IMG, 3) (each row on its own)."""
+        img = self._static[rows]
+        obj = self.obj[rows]
         gx, gy = _GRID[None, None, ..., 0], _GRID[None, None, ..., 1]  # (1,1,H,W)
-        dx = gx - self.obj[:, :, None, None, 0]
-        dy = gy - self.obj[:, :, None, None, 1]
+        dx = gx - obj[:, :, None, None, 0]
+        dy = gy - obj[:, :, None, None, 1]
         r = OBJ_R
         circ = dx ** 2 + dy ** 2 <= r ** 2
         sq = (np.abs(dx) <= 0.8 * r) & (np.abs(dy) <= 0.8 * r)
         tri = (dy >= -0.8 * r) & (dy <= r) & (np.abs(dx) <= (r - dy) * 0.55)
-        sid = self._shape_id[:, :, None, None]
-        mask = np.where(sid == 0, circ, np.where(sid == 1, sq, tri))  # (B, n, H, W)
+        sid = self._shape_id[rows][:, :, None, None]
+        mask = np.where(sid == 0, circ, np.where(sid == 1, sq, tri))  # (B', n, H, W)
         n = mask.shape[1]
-        top = n - 1 - np.argmax(mask[:, ::-1], axis=1)  # (B, H, W): the last-drawn object on each pixel
-        col = np.take_along_axis(self._colors, top.reshape(len(img), -1)[..., None], axis=1).reshape(img.shape)
-        img = np.where(mask.any(1)[..., None], col, img)
+        top = n - 1 - np.argmax(mask[:, ::-1], axis=1)  # (B', H, W): the last-drawn object on each pixel
+        col = np.take_along_axis(self._colors[rows], top.reshape(len(img), -1)[..., None], axis=1).reshape(img.shape)
+        return np.where(mask.any(1)[..., None], col, img)
+
+    def _render(self) -> np.ndarray:
+        # the object layer is redrawn only for envs whose objects moved since the last frame (issue 54: most
+        # steps move none); every row is drawn by the same per-pixel arithmetic either way
+        if self._layer is None:
+            self._layer = self._render_objects(np.arange(self.num_envs))
+        else:
+            moved = np.flatnonzero((self.obj != self._layer_obj).any((1, 2)))
+            if moved.size:
+                self._layer[moved] = self._render_objects(moved)
+        self._layer_obj = self.obj.copy()
+        img = self._layer.copy()
         ex = np.clip((self.eff * IMG).astype(int), 0, IMG - 1)
         b = np.arange(self.num_envs)
         img[b, ex[:, 1], ex[:, 0]] = np.where(self.grip[:, None] > 0, 0.6, 1.0)

@@ -55,6 +55,7 @@ class Vocab:
         self.itos = list(SPECIAL) + list(words)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         self.pad, self.ans, self.think = 0, 1, 2
+        self._memo: dict = {}  # (text, length) -> ids: instructions and questions repeat (issue 54)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -62,6 +63,15 @@ class Vocab:
     def encode(self, text: str, length: int | None = None) -> list[int]:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        hit = self._memo.get((text, length))
+        if hit is not None:
+            return list(hit)
+        ids = self._encode(text, length)
+        if len(self._memo) < 100_000:
+            self._memo[(text, length)] = tuple(ids)
+        return ids
+
+    def _encode(self, text: str, length: int | None) -> list[int]:
         words = re.findall(r"[a-z]+", text.lower())
         bad = [w for w in words if w not in self.stoi]
         if bad:
@@ -92,6 +102,20 @@ def check_images(images, device=None) -> torch.Tensor:
         raise ValueError(f"images must be floats in [0, 1], got range [{float(x.min()):.3g}, {float(x.max()):.3g}] "
                          "(divide 0-255 images by 255)")
     return x
+
+
+def dataset_object_tokens(data, chunk: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`object_tokens` of every image of a dataset (``data.image``, (N, IMG, IMG, 3)), computed once per
+    dataset object and kept on it (issue 54: every S1 arm and step reads the same images; the tokeniser is
+    parameter-free and each image's tokens do not depend on the batch it is in, so indexing these rows gives
+    the same tensors as tokenising the minibatch)."""
+    cached = getattr(data, "_object_tokens", None)
+    if cached is None:
+        img = check_images(data.image)
+        parts = [object_tokens(img[s: s + chunk]) for s in range(0, len(img), chunk)]
+        cached = (torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]))
+        data._object_tokens = cached
+    return cached
 
 
 def object_tokens(images: torch.Tensor, k: int = N_OBJ_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,8 +237,9 @@ class TinyVLM(nn.Module):
     def backbone_parameters(self):
         return [p for n, p in self.named_parameters() if not n.startswith("query")]
 
-    def embed(self, images: torch.Tensor, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Input embeddings ``[visual tokens | text]`` (B, n_vis + T, d) and the visual tokens' validity."""
+    def embed(self, images: torch.Tensor, text: torch.Tensor, vis=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Input embeddings ``[visual tokens | text]`` (B, n_vis + T, d) and the visual tokens' validity.
+        ``vis``: ``object_tokens(images)`` when already computed (``vision="objects"`` only)."""
         B = images.shape[0]
         e = self.tok(text)
         if self.ground is not None:  # instruction / question words only: the right-neighbour input must
@@ -225,14 +250,15 @@ class TinyVLM(nn.Module):
             p = images.reshape(B, IMG // PATCH, PATCH, IMG // PATCH, PATCH, 3).permute(0, 1, 3, 2, 4, 5)
             x = torch.cat([self.patch(p.reshape(B, N_PATCH, -1)), e], 1)
             return x + self.pos[: x.shape[1]], torch.ones(B, N_PATCH, dtype=torch.bool, device=x.device)
-        feats, valid = object_tokens(images)  # a set: no position embedding (order is by mass only)
+        feats, valid = object_tokens(images) if vis is None else vis  # a set: no position embedding (order is by mass only)
         v = self.obj(feats) * valid[..., None]
         return torch.cat([v, e + self.pos[N_PATCH: N_PATCH + e.shape[1]]], 1), valid
 
-    def encode(self, images, text, n_prefix_text: int):
+    def encode(self, images, text, n_prefix_text: int, vis=None):
         """Hidden states and per-layer (k, v) of ``[image | text]``; the first ``n_vis + n_prefix_text``
-        positions form the bidirectional prefix, the rest is causal; pad keys are masked."""
-        x, vis_ok = self.embed(images, text)
+        positions form the bidirectional prefix, the rest is causal; pad keys are masked. ``vis`` as in
+        :meth:`embed`."""
+        x, vis_ok = self.embed(images, text, vis)
         T = x.shape[1]
         P = self.n_vis + n_prefix_text
         i = torch.arange(T, device=x.device)
@@ -320,24 +346,32 @@ class SyVLAPolicy(nn.Module):
         self.intent_mode = mode
 
     # ---------------------------------------------------------------- VL
-    def vqa_logits(self, images, questions) -> torch.Tensor:
-        """Answer logits (B, V) for single-token VQA."""
+    def _vis(self, img, vis):
+        """The object tokens of ``img`` to hand to the VLM: ``vis`` (precomputed, e.g. by
+        :func:`dataset_object_tokens`) moved to the device, None for patch vision or when not given."""
+        if vis is None or self.vlm.vision != "objects":
+            return None
+        return vis[0].to(self.device), vis[1].to(self.device)
+
+    def vqa_logits(self, images, questions, vis=None) -> torch.Tensor:
+        """Answer logits (B, V) for single-token VQA. ``vis``: ``object_tokens(images)`` if already computed."""
         img = check_images(images, self.device)
         q = self.vocab.batch(questions, TEXT_LEN, self.device)
         text = torch.cat([q, torch.full((q.shape[0], 1), self.vocab.ans, device=self.device)], 1)
-        h, _, _ = self.vlm.encode(img, text, TEXT_LEN + 1)
+        h, _, _ = self.vlm.encode(img, text, TEXT_LEN + 1, self._vis(img, vis))
         return self.vlm.logits(h[:, -1])
 
-    def _context(self, img, instr, reasoning):
+    def _context(self, img, instr, reasoning, vis=None):
         text = torch.cat([instr, torch.full((instr.shape[0], 1), self.vocab.think, device=self.device),
                           reasoning], 1)
-        return self.vlm.encode(img, text, TEXT_LEN + 1)
+        return self.vlm.encode(img, text, TEXT_LEN + 1, vis)
 
-    def reasoning_loss_and_intent(self, images, instructions, reasoning_ids: torch.Tensor):
-        """Teacher-forced reasoning CE and the intent ``c`` computed on the given reasoning."""
+    def reasoning_loss_and_intent(self, images, instructions, reasoning_ids: torch.Tensor, vis=None):
+        """Teacher-forced reasoning CE and the intent ``c`` computed on the given reasoning (``vis``:
+        ``object_tokens(images)`` if already computed)."""
         img = check_images(images, self.device)
         instr = self.vocab.batch(instructions, TEXT_LEN, self.device)
-        h, kvs, keyok = self._context(img, instr, reasoning_ids)
+        h, kvs, keyok = self._context(img, instr, reasoning_ids, self._vis(img, vis))
         P = self.vlm.n_vis + TEXT_LEN  # position of <think>
         logits = self.vlm.logits(h[:, P: P + REASON_LEN])
         ce = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), reasoning_ids.reshape(-1))
@@ -352,8 +386,9 @@ class SyVLAPolicy(nn.Module):
         instr = self.vocab.batch(instructions, TEXT_LEN, self.device)
         r = torch.zeros(img.shape[0], 0, dtype=torch.long, device=self.device)
         P = self.vlm.n_vis + TEXT_LEN
+        vis = object_tokens(img) if self.vlm.vision == "objects" else None  # the same image every token
         for i in range(REASON_LEN):
-            h, _, _ = self._context(img, instr, r)
+            h, _, _ = self._context(img, instr, r, vis)
             nxt = self.vlm.logits(h[:, P + i]).argmax(-1, keepdim=True)
             r = torch.cat([r, nxt], 1)
         return r

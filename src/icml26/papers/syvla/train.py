@@ -10,7 +10,7 @@ import torch
 from .data import DemoData, VQAData, make_vl_dataset
 from .decoupling import IntentionDecoupler
 from .env import CHUNK, HORIZON, Tabletop2DEnv
-from .model import REASON_LEN, SyVLAPolicy
+from .model import REASON_LEN, SyVLAPolicy, dataset_object_tokens
 from .rl import rollout
 
 S1_MODES = {"naive": ("full", "none"), "ki": ("none", "stop_grad"), "id_t": ("token", "token_mask"),
@@ -21,8 +21,17 @@ def _answer_ids(policy: SyVLAPolicy, answers) -> torch.Tensor:
     return torch.tensor([policy.vocab.stoi[a] for a in answers], device=policy.device)
 
 
+def _tokens(policy: SyVLAPolicy, data, idx):
+    """The object tokens of ``data.image[idx]`` from the dataset's cache (None for patch vision)."""
+    if policy.vlm.vision != "objects":
+        return None
+    feats, valid = dataset_object_tokens(data)
+    idx = torch.as_tensor(np.asarray(idx))
+    return feats[idx], valid[idx]
+
+
 def vqa_loss(policy: SyVLAPolicy, vl: VQAData, idx) -> torch.Tensor:
-    logits = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx])
+    logits = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx], vis=_tokens(policy, vl, idx))
     return torch.nn.functional.cross_entropy(logits, _answer_ids(policy, [vl.answer[i] for i in idx]))
 
 
@@ -118,7 +127,8 @@ def sft_vla(policy: SyVLAPolicy, demo: DemoData, vl: VQAData, mode: str, *, step
     for _ in range(steps):
         idx = rng.integers(0, len(demo), size=batch)
         ce_r, c = policy.reasoning_loss_and_intent(demo.image[idx], [demo.instruction[i] for i in idx],
-                                                   reason_ids[idx].to(policy.device))
+                                                   reason_ids[idx].to(policy.device),
+                                                   vis=_tokens(policy, demo, idx))
         state = torch.as_tensor(demo.state[idx], device=policy.device)
         fm = policy.action_loss(state, c, torch.as_tensor(demo.actions[idx], device=policy.device), generator=gen,
                                 repeats=fm_repeats)
@@ -141,7 +151,8 @@ def evaluate_vqa(policy: SyVLAPolicy, vl: VQAData, batch: int = 256) -> float:
     correct = 0
     for s in range(0, len(vl), batch):
         idx = np.arange(s, min(len(vl), s + batch))
-        pred = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx]).argmax(-1)
+        pred = policy.vqa_logits(vl.image[idx], [vl.question[i] for i in idx],
+                                 vis=_tokens(policy, vl, idx)).argmax(-1)
         correct += int((pred == _answer_ids(policy, [vl.answer[i] for i in idx])).sum())
     return correct / len(vl)
 
