@@ -298,8 +298,9 @@ class ClassicLevelEnv:
     a new key, then the program's edits). A level's episode ends on the game's death/lava, on
     success (every relevant achievement unlocked, as in DiCode: plus the completion ``bonus``) or
     at its ``max_steps`` (a truncation, reported with the final observation so PPO bootstraps it).
-    Observation: Classic's symbolic observation and the multi-hot of the level's relevant
-    achievements (22 Classic achievements; DiCode's ``one_hot`` conditioning). The game steps are
+    Done infos also carry the final ``health`` (the game's reward is +1 per achievement plus 0.1 x
+    the health change). Observation: Classic's symbolic observation and the multi-hot of the
+    level's relevant achievements (22 Classic achievements; DiCode's ``one_hot`` conditioning). The game steps are
     one jitted, vmapped call; resets build worlds in Python (slow, fine for tiny budgets; a GPU
     profile would jit the builder).
 
@@ -464,6 +465,7 @@ class ClassicLevelEnv:
             info = {"slot": idx, "level": self.level[idx].copy(), "world": self.world[idx].copy(),
                     "return": self.ret[idx].copy(), "success": success[idx].copy(),
                     "unlocked": ach[idx].copy(), "length": self.t[idx].copy(),
+                    "health": np.asarray(self.state.player_health, np.float32)[idx].copy(),
                     "truncated": truncated}
             if truncated.any():
                 info["final_obs"] = self._observe()[idx]

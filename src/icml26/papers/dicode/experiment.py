@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import partial
 
 import numpy as np
 
@@ -51,6 +52,7 @@ from icml26.harness.claims import SubstrateCheck
 from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import pyplot, save_figure
 
+from .classic_trainer import CLASSIC_ONLY
 from .generators import LLMGenerator
 from .trainer import TIERS, CurriculumConfig, Runner, run_arm
 from .world import ACHIEVEMENTS
@@ -90,15 +92,27 @@ class Config(ExperimentConfig):
     lr: float = 1e-3
     ent_coef: float = 0.01
     tune_sessions: int = 0
+    # the game: "microcraft" (the CPU default) or "classic" (the real Craftax-Classic, the
+    # full-craftax profile, pip install "icml26[craftax]"), and Classic's episode time limit of
+    # the original game (Craftax's max_timesteps; the evaluation plays up to it)
+    game: str = "microcraft"
+    classic_max_steps: int = 10_000
 
     BOUNDS = {"size": (8, 32), "num_envs": (4, 4096), "sessions": (2, 10_000),
               "updates_per_session": (1, 1000), "levels_per_session": (1, 64),
-              "lr": (1e-6, 1.0)}
+              "lr": (1e-6, 1.0), "classic_max_steps": (1, 100_000)}
+    # meant for a GPU (jax runs the game there); budget: a guess, not measured on a GPU
+    EXTRA_PROFILES = {"full-craftax": ("full_craftax", 86_400.0)}
 
     def extra_checks(self) -> None:
         need = {"dicode", "random_mutation", *BASELINES}
         if not need <= set(self.arms):
             self.out_of_range("arms", f"a tuple containing at least {sorted(need)}")
+        if self.game not in ("microcraft", "classic"):
+            self.out_of_range("game", "microcraft or classic")
+        if self.game == "classic" and "accel" in self.arms:
+            self.out_of_range("arms", "arms without accel on Craftax-Classic (ACCEL's tile "
+                                      "mutators edit MicroCraft worlds)")
 
     @classmethod
     def smoke(cls) -> Config:
@@ -120,6 +134,23 @@ class Config(ExperimentConfig):
                    arms=("dicode", "random_mutation", "dr", "plr", "plr_robust", "accel",
                          "ppo", "oracle_curriculum"),
                    active_capacity=32, hidden=128)
+
+    @classmethod
+    def full_craftax(cls) -> Config:
+        """full's sizes, arms (without accel: no Classic mutators) and tuning on the real
+        Craftax-Classic (game's time limit 10000 steps); meant for a GPU, not run here."""
+        return cls(seeds=(0, 1, 2), sessions=40, eval_envs=256, tune_sessions=8, game="classic",
+                   arms=("dicode", "random_mutation", "dr", "plr", "plr_robust", "ppo",
+                         "oracle_curriculum"),
+                   active_capacity=32, hidden=128)
+
+    def runner_cls(self):
+        """The trainer's runner of this config's game (``run_arm``'s ``runner_cls``)."""
+        if self.game == "microcraft":
+            return Runner
+        from .classic_trainer import ClassicRunner
+
+        return partial(ClassicRunner, original_max_steps=self.classic_max_steps)
 
     def curriculum(self) -> CurriculumConfig:
         return CurriculumConfig(size=self.size, num_envs=self.num_envs, sessions=self.sessions,
@@ -181,7 +212,8 @@ def tune_all(config: Config, seed: int) -> dict:
     def validator(arm):
         def score(params):
             c, p = _with_knob(val_cur, ppo, params)
-            return run_arm(arm, c, p, 10_000 + seed)["metrics"]["return"]
+            return run_arm(arm, c, p, 10_000 + seed,
+                           runner_cls=config.runner_cls())["metrics"]["return"]
         return score
 
     return tune_arms({arm: TuningSpec(grid=knob_grid(arm, config),
@@ -202,15 +234,17 @@ def _llm_generator(cur: CurriculumConfig, seed: int):
 
 def run(config: Config, seed: int) -> SeedOutput:
     cur, ppo = config.curriculum(), config.ppo()
+    runner_cls = config.runner_cls()  # MicroCraft, or Craftax-Classic (full-craftax)
     metrics: dict[str, dict[str, float]] = {}
     curves, diags = {}, {}
     tuned = tune_all(config, seed) if config.tune_sessions > 0 else {}
     # every arm starts from the same initial policy (same PPO seed): its held-out return, on the
     # same worlds as the final evaluation, is the untrained (near-uniform) reference of the gates
-    start = Runner(cur, ppo, seed).evaluate()["return"]
+    start = runner_cls(cur, ppo, seed).evaluate()["return"]
     for arm in config.arms:
         c, p = _with_knob(cur, ppo, tuned[arm].chosen) if arm in tuned else (cur, ppo)
-        out = run_arm(arm, c, p, seed, generator=_llm_generator(c, seed) if arm == "dicode" else None)
+        out = run_arm(arm, c, p, seed, generator=_llm_generator(c, seed) if arm == "dicode" else None,
+                      runner_cls=runner_cls)
         m = dict(out["metrics"])
         reached = [t for t in TIERS if m[f"tier{t}_success"] > 0]
         m["deepest_tier_reached"] = float(max(reached, default=0))
@@ -301,8 +335,9 @@ EFFECT_RETURN_SOURCE = ("smallest that matters: 1.0 return, one more tier-1 achi
 
 
 # Declared metrics (harness.metrics): what each arm writes; the runner refuses anything else.
+# (ach_*: MicroCraft's 18 achievements, and Classic's six that MicroCraft lacks in full-craftax)
 _EVAL = ("return", "return_start", "env_steps", "deepest_tier_reached", "deepest_tier_success",
-         "tier*_success", *(f"ach_{a}" for a in ACHIEVEMENTS))
+         "tier*_success", *(f"ach_{a}" for a in (*ACHIEVEMENTS, *CLASSIC_ONLY)))
 _ARCHIVE = ("levels_generated", "compile_rate", "activated_fraction", "archive_depth",
             "active_mean_learnability", "max_generated_tier", "gate_rejected", "gate_evicted",
             "gate_acted", "duplicate_levels", "no_distinct_child")

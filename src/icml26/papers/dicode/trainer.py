@@ -119,7 +119,7 @@ class Runner:
 
     The game is MicroCraft; :class:`.classic_trainer.ClassicRunner` runs the same sessions on
     Craftax-Classic by overriding the game hooks (``achievements``, ``goal_names``, ``compile``,
-    :meth:`_levels`, :meth:`_make_env`, :meth:`evaluate`)."""
+    :meth:`_levels`, :meth:`_make_env`, :meth:`evaluate`, :meth:`check_arm`)."""
 
     # the game's achievements (the env's ``unlocked`` vectors), the goals a level program may
     # name on this game (the oracle's tech tree), and the level compiler
@@ -144,6 +144,9 @@ class Runner:
     def bonus(self) -> float:
         r = 0.0 if self.r_orig is None else self.r_orig
         return max(self.cfg.bonus_k * r, self.cfg.bonus_min)
+
+    def check_arm(self, arm: str) -> None:
+        """Refuse an arm this game cannot run (every arm runs on MicroCraft)."""
 
     def _levels(self, banks: list) -> list:
         """The env's level list: the original game first (env level 0), then ``banks``."""
@@ -504,6 +507,7 @@ def run_arm(arm: str, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, generato
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}; arms are {ARMS}")
     runner = runner_cls(cfg, ppo, seed)
+    runner.check_arm(arm)
     if arm == "dicode":
         diag = run_archive_arm(runner, True, generator)
     elif arm == "random_mutation":
