@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed-jobs", default="auto", type=_seed_jobs, metavar="N|auto",
                         help="run each paper's seeds in up to N forked processes, one torch "
                              "thread each (same numbers as serial); auto (default): serial for "
-                             "smoke and with --jobs > 1, else min(2, seeds, CPUs)")
+                             "smoke, on one core and with --jobs > 1, else every seed at once (<= 4 per core)")
         sp.add_argument("--no-progress", action="store_true", help="disable progress bars")
         sp.add_argument("--llm", metavar="URL", default=None,
                         help="OpenAI-compatible server for the papers' LLM roles, e.g. "

@@ -231,16 +231,21 @@ def test_progress_ticks_and_llm_usage_reach_the_driver(tmp_path, monkeypatch, fa
 def test_resolve_seed_jobs(monkeypatch, fake_paper):
     quick, smoke = (fake_paper.Config.from_profile(p) for p in ("quick", "smoke"))
     monkeypatch.setattr(fx, "usable_cpus", lambda: 2)
-    assert fx.resolve_seed_jobs("auto", quick) == 2
-    assert fx.resolve_seed_jobs(None, quick) == 2
+    n = len(quick.seeds)
+    assert n >= 3
+    # every seed at once (time-shared cores: wall ~ n/2 seed times, not ceil(n/2))
+    assert fx.resolve_seed_jobs("auto", quick) == n
+    assert fx.resolve_seed_jobs(None, quick) == n
+    import dataclasses
+
+    many = dataclasses.replace(quick, seeds=tuple(range(20)))
+    assert fx.resolve_seed_jobs("auto", many) == 8  # at most 4 workers per core
     assert fx.resolve_seed_jobs("auto", smoke) == 1  # pins come from the serial smoke run
     assert fx.resolve_seed_jobs("auto", quick, paper_jobs=2) == 1
     assert fx.resolve_seed_jobs(3, smoke) == 3 and fx.resolve_seed_jobs(8, smoke) == 3  # <= seeds
     assert fx.resolve_seed_jobs(1, quick) == 1
     monkeypatch.setattr(fx, "usable_cpus", lambda: 1)
-    assert fx.resolve_seed_jobs("auto", quick) == 1
-    import dataclasses
-
+    assert fx.resolve_seed_jobs("auto", quick) == 1  # one core: serial
     one = dataclasses.replace(quick, seeds=(5,))
     assert fx.resolve_seed_jobs(4, one) == 1
     monkeypatch.setenv(parallel.WORKER_ENV, "seed")

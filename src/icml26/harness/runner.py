@@ -308,7 +308,7 @@ def run_paper(
     ``seed_executor`` (default :func:`run_experiment`, in process) runs the seeds; the Ray
     executor passes one that gathers remote seed jobs. Judging and writing are the same for both.
     Without one, ``seed_jobs`` (``auto`` or N) runs the seeds in up to N forked workers on this
-    machine (:mod:`icml26.harness.fork_executor`; ``auto``: serial for smoke, else up to 2), the
+    machine (:mod:`icml26.harness.fork_executor`; ``auto``: serial for smoke, else every seed at once), the
     stability sweep's seeds too; ``result["seed_jobs"]`` records how many were used.
 
     Usage errors (unknown slug, not implemented, bad profile, bad or out-of-range override)
