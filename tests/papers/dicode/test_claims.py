@@ -42,3 +42,21 @@ def test_tuning_records_equal_effort():
     assert len({t.grid_size for t in out.tuning.values()}) == 1
     for arm, t in out.tuning.items():
         assert set(t.chosen) == set(KNOBS[arm]) and t.grid_size == 4
+
+
+def test_learn_gate_needs_a_positive_untrained_return():
+    """The learning gates are a ratio to the untrained policy's return: 3x a positive reference
+    passes, 2x fails, and a zero or negative reference (possible on Craftax-Classic, whose
+    health term can be negative) fails instead of passing on a huge ratio."""
+    from icml26.papers.dicode.experiment import SUBSTRATE, Config
+
+    gate = next(g for g in SUBSTRATE if g.name == "ppo_learns")
+    cfg = Config.smoke()
+
+    def check(ret, start):
+        return gate.measure({"ppo": {"return": ret, "return_start": start}}, cfg)["passed"]
+
+    assert check([3.0, 3.3], [1.0, 1.1])
+    assert not check([2.0, 2.2], [1.0, 1.1])
+    assert not check([2.0, 2.2], [0.0, 0.0])
+    assert not check([2.0, 2.2], [-0.3, 0.1])

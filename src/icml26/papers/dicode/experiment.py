@@ -314,7 +314,13 @@ LEARN_FACTOR = 3.0
 
 
 def _learn_ratio(arm: str):
-    return lambda m, c: float(np.mean(m[arm]["return"]) / max(np.mean(m[arm]["return_start"]), 1e-9))
+    """Seed-mean held-out return over the untrained policy's; NaN (the gate fails) when the
+    untrained return is not positive: a ratio to a zero or negative reference (Craftax-Classic's
+    health term can make it so) says nothing about learning."""
+    def value(m, c) -> float:
+        start = float(np.mean(m[arm]["return_start"]))
+        return float(np.mean(m[arm]["return"]) / start) if start > 0 else math.nan
+    return value
 
 
 SUBSTRATE = (
