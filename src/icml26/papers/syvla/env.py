@@ -87,6 +87,13 @@ def reasoning_string(scene: Scene) -> str:
     return f"{c} {s} {qx} {qy} {scene.zone_colors[scene.goal]} {zx} {zy}"
 
 
+def _dist(p: np.ndarray, q: np.ndarray) -> float:
+    """``np.linalg.norm(p - q)`` of two float 2-vectors by the same arithmetic (its ``sqrt(x.dot(x))``)
+    without its argument handling (issue 54: scene sampling calls it ~30 times a scene)."""
+    d = p - q
+    return np.sqrt(d.dot(d))
+
+
 def sample_scene(rng: np.random.Generator, split: str = "id", *, task: str | None = None) -> Scene:
     """Draw a scene for ``split`` (see module doc)."""
     if split not in SPLITS:
@@ -107,7 +114,7 @@ def sample_scene(rng: np.random.Generator, split: str = "id", *, task: str | Non
             p = rng.uniform(0.1, 0.9, size=2)
             if not pts and _in_heldout_quadrant(p):
                 continue
-        if all(np.linalg.norm(p - q) >= 0.2 for q in pts):
+        if all(_dist(p, q) >= 0.2 for q in pts):
             pts.append(p)
     pos, zone_pos = np.array(pts[:n]), np.array(pts[n:])
     zc = [COLORS[i] for i in rng.choice(len(COLORS), size=2, replace=False)]
