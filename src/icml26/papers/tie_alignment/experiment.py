@@ -315,6 +315,9 @@ def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
     labels = annotate_all(labs, r1, r2, [seed, 50])
     for name in labs:
         out[f"lm_labels_{name}"] = label_noise(labels[name], r1, r2, near_tie=c.small_resolution)
+    # every arm starts from a copy of the reference: its step-0 checkpoint is the reference's
+    # (the same weights, the same numbers), evaluated once
+    start = task.evaluate(ref, ref_path, path_prompts, path_rewards)
     for arm, (lab, loss_type, handling) in LM_ARMS.items():
         cfg = TieDPOConfig(loss_type=loss_type, beta=c.beta, tie_handling=handling,
                            tie_prob_at_zero=c.tie_prob_at_zero, learning_rate=c.lm_dpo_lr,
@@ -323,7 +326,7 @@ def run_lm_tier(c: Config, seed: int) -> dict[str, dict[str, float]]:
         path: dict[str, list[float]] = {"step": [], "reward": [], "kl": []}
 
         def record(step, model, path=path):
-            ev = task.evaluate(model, ref_path, path_prompts, path_rewards)
+            ev = start if step == 0 else task.evaluate(model, ref_path, path_prompts, path_rewards)
             path["step"].append(step)
             path["reward"].append(ev["reward"])
             path["kl"].append(ev["kl"])

@@ -22,9 +22,11 @@ import numpy as np
 import torch
 
 from icml26.core.lm.model import LMConfig, TinyCausalLM
-from icml26.core.lm.sft import SFTConfig, train_sft
+from icml26.core.lm.sft import SFTBatch, SFTConfig, sft_loss, train_sft
 
 from .trainer import PairData
+
+RESPONSE_BLOCK = 64  # prompts per tree expansion in :meth:`SymbolTask.response_logprobs`
 
 
 class SymbolTask:
@@ -95,15 +97,26 @@ class SymbolTask:
         The prompt is encoded once; each level of the response tree reuses the KV cache of its
         parent, so the cost is B * (prompt_len + S + S^2 + ...) tokens rather than
         B * S^L * (prompt_len + L). Columns follow ``self.responses`` (first symbol slowest).
+        Prompts are expanded in blocks of :data:`RESPONSE_BLOCK` (speed only: rows never mix, so
+        every prompt's numbers are those of one full-batch call, bit for bit; the leaves' caches
+        of a block stay small).
         """
         model.eval()
+        if len(prompts) <= RESPONSE_BLOCK:
+            return self._tree_logprobs(model, prompts)
+        return torch.cat([self._tree_logprobs(model, prompts[i:i + RESPONSE_BLOCK])
+                          for i in range(0, len(prompts), RESPONSE_BLOCK)])
+
+    def _tree_logprobs(self, model: torch.nn.Module, prompts: np.ndarray) -> torch.Tensor:
         S = self.n_symbols
         ids = torch.as_tensor(prompts, dtype=torch.long)
         logits, past = model(ids)
         total = torch.log_softmax(logits[:, -1].float(), dim=-1)  # (B, S): log p(y1)
         for _ in range(1, self.response_len):
             n_leaves = total.shape[1]
-            past = [(k.repeat_interleave(S, 0), v.repeat_interleave(S, 0)) for k, v in past]
+            # each row's cache repeated S times in a row (= repeat_interleave(S, 0), one copy)
+            past = [tuple(z.unsqueeze(1).expand(-1, S, *z.shape[1:]).reshape(-1, *z.shape[1:])
+                          for z in kv) for kv in past]
             # the newest token of each leaf: leaves enumerate (..., y_last) with y_last fastest
             last = torch.arange(S).repeat(len(ids) * (n_leaves // S))
             logits, past = model(last.view(-1, 1), past)
@@ -127,14 +140,28 @@ class SymbolTask:
         y = self.targets(prompts)
         noise = rng.random(y.shape) < corrupt
         y = np.where(noise, rng.integers(0, self.n_symbols, y.shape), y)
-        dataset = [{"prompt_ids": p.tolist(), "completion_ids": c.tolist()} for p, c in zip(prompts, y, strict=True)]
+        ids = np.concatenate([prompts, y], axis=1)
+        dataset = [{"prompt_ids": p.tolist(), "completion_ids": c.tolist(), "ids": row}
+                   for p, c, row in zip(prompts, y, ids, strict=True)]
         torch.manual_seed(seed)
         model = self.make_model()
         # prompts and responses have fixed lengths: padding never occurs, pad_id is unused
         train_sft(model, dataset, SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size,
                                             max_steps=steps, lr_scheduler_type="constant", seed=seed),
-                  pad_id=0, prompt_length=self.prompt_len)
+                  pad_id=0, prompt_length=self.prompt_len, loss_fn=self._fixed_length_loss)
         return model.eval()
+
+    def _fixed_length_loss(self, model: torch.nn.Module, rows: list[dict], prompt_length: int) -> torch.Tensor:
+        """:func:`~icml26.core.lm.sft.sft_loss` on the batch :func:`~icml26.core.lm.sft.build_sft_batch`
+        lays out for fixed-length rows (no padding: every token attended, the loss on the
+        response), stacked from the rows' token arrays instead of padded row by row (the same
+        tensors, so the same numbers)."""
+        ids = torch.as_tensor(np.stack([r["ids"] for r in rows]), dtype=torch.long)
+        completion = torch.zeros(ids.shape, dtype=torch.bool)
+        completion[:, prompt_length:] = True
+        batch = SFTBatch(ids, torch.ones(ids.shape, dtype=torch.bool), completion,
+                         torch.ones(len(rows), dtype=torch.float32))
+        return sft_loss(model, batch)
 
     def sample_pairs(self, ref_logp: torch.Tensor, prompts: np.ndarray,
                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -120,7 +120,8 @@ def train_tie_dpo(policy: torch.nn.Module, ref: torch.nn.Module, data: PairData,
         ref_c = completion_logps(ref, chosen, mask, config.loss_type)
         ref_r = completion_logps(ref, rejected, mask, config.loss_type)
     gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    # foreach: the multi-tensor Adam update, the same arithmetic as the per-tensor loop (bit for bit)
+    opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate, foreach=True)
     n = len(idx)
     for step in range(1, config.steps + 1):
         b = torch.randint(n, (min(config.batch_size, n),), generator=gen)
