@@ -389,3 +389,19 @@ def test_greedy_evaluation_does_not_depend_on_batching():
     small = evaluate_modes(model, tok, rows[::-1], prompt_length=P, max_new_tokens=C, batch_size=5)
     for cell in (*CELLS, "overall"):
         assert big[cell] == pytest.approx(small[cell], rel=1e-5, abs=1e-6), cell
+
+
+def test_p_think_cache_gives_the_same_reports_forced_and_sampled():
+    """Issue 54: P(<think> | prompt) computed once per batch for a model's evaluations."""
+    task = CostumeArithmetic(seed=0)
+    tok = make_tokenizer()
+    P, C = task.max_prompt_length + 1, task.max_completion_length
+    model = _tiny_model(tok, P, C)
+    rows = task.test_grid(6, seed=1)
+    cache: dict = {}
+    for force, temp in ((None, 0.0), ("think", 0.0), ("no_think", 0.0), (None, 1.0)):
+        def ev(c, force=force, temp=temp):
+            return evaluate_modes(model, tok, rows, prompt_length=P, max_new_tokens=C, force=force,
+                                  temperature=temp, generator=torch.Generator().manual_seed(3), p_think_cache=c)
+        assert ev(cache) == ev(None), force
+    assert len(cache) == 2  # one entry per batch (simple, complex), filled by the first call

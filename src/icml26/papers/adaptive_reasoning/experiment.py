@@ -181,13 +181,16 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     cpu = dict.fromkeys(CPU_PHASES, 0.0)
 
-    def evaluate(model, cpu, force=None, sampled=False, forced_complex=False):
+    def evaluate(model, cpu, force=None, sampled=False, forced_complex=False, cache=None):
+        """``cache``: one dict per trained model, shared by its evaluations (P(<think>) per batch)."""
         t0 = time.process_time()
         with phase("eval_greedy"):
-            out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force))
+            out = _flatten(evaluate_modes(model, tok, test, prompt_length=P, max_new_tokens=C, force=force,
+                                          p_think_cache=cache))
             if forced_complex:  # the efficiency precondition on this model: is thinking needed?
                 for mode in ("think", "no_think"):
-                    rep = evaluate_modes(model, tok, test_complex, prompt_length=P, max_new_tokens=C, force=mode)
+                    rep = evaluate_modes(model, tok, test_complex, prompt_length=P, max_new_tokens=C, force=mode,
+                                         p_think_cache=cache)
                     out[f"forced_{mode}/complex_accuracy"] = rep["summary"]["complex_accuracy"]
         t1 = time.process_time()
         cpu["eval_greedy"] += t1 - t0
@@ -196,7 +199,7 @@ def run(config: Config, seed: int) -> SeedOutput:
                 for t in SAMPLING_TEMPERATURES:
                     g = torch.Generator().manual_seed(seed + 3000)
                     rep = evaluate_modes(model, tok, test_sampled, prompt_length=P, max_new_tokens=C,
-                                         force=force, temperature=t, generator=g)
+                                         force=force, temperature=t, generator=g, p_think_cache=cache)
                     out.update(_flatten(rep, prefix=f"T{t}/"))
             cpu["eval_sampled"] += time.process_time() - t1
         return out
@@ -225,7 +228,7 @@ def run(config: Config, seed: int) -> SeedOutput:
             ref = reference_think_accuracy(model, tok, rl, k=config.ref_samples, prompt_length=P,
                                            max_new_tokens=C, temperature=cfg.temperature, seed=seed)
         cpu["ref_accuracy"] += time.process_time() - t1
-        met = evaluate(model, cpu, sampled=name == "aug")
+        met = evaluate(model, cpu, sampled=name == "aug", cache={})
         return {"state": _to_bytes(model.state_dict()), "hist": h["sft_loss"][:: max(1, len(h["sft_loss"]) // 50)],
                 "ref": ref, "metrics": met, "cpu": cpu}
 
@@ -265,11 +268,12 @@ def run(config: Config, seed: int) -> SeedOutput:
         train_adaptive_reasoner(model, tok, None, rl, reward(kind, start),
                                 replace(cfg, estimator="trl") if arm == "m2_trl" else cfg, history=h)
         cpu["grpo"] += time.process_time() - t0
+        cache: dict = {}  # the trained model's P(<think>) per batch, shared by its evaluations
         met = {arm: evaluate(model, cpu, sampled=arm in sampled_arms,
-                             forced_complex=arm in ("m2", "ctrl_aug_acc"))}
+                             forced_complex=arm in ("m2", "ctrl_aug_acc"), cache=cache)}
         if arm == "b0":
-            met["always_think"] = evaluate(model, cpu, force="think", sampled=True)
-            met["never_think"] = evaluate(model, cpu, force="no_think", sampled=True)
+            met["always_think"] = evaluate(model, cpu, force="think", sampled=True, cache=cache)
+            met["never_think"] = evaluate(model, cpu, force="no_think", sampled=True, cache=cache)
         return {"metrics": met, "hist": [(g["reward_mean"], g["completion_length"]) for g in h["grpo"]],
                 "cpu": cpu}
 

@@ -321,6 +321,7 @@ def evaluate_modes(
     temperature: float = 0.0,
     batch_size: int = 512,
     generator: torch.Generator | None = None,
+    p_think_cache: dict | None = None,
 ) -> dict[str, dict[str, float]]:
     """Accuracy, think rate, generated tokens and mode accuracy per cell (brief Sec. 5 metrics).
 
@@ -330,6 +331,10 @@ def evaluate_modes(
     force : None, ``"think"`` or ``"no_think"`` -- force the mode token (always-think /
         never-think baselines)
     temperature : float, defaults to 0 (greedy decoding, so the metrics are deterministic)
+    p_think_cache : dict, optional -- P(<think> | prompt) per batch of prompts, kept across calls on
+        the *same, unchanged* model (issue 54): it does not depend on ``force``, ``temperature`` or
+        the generator, so an arm evaluated greedy and sampled, forced and unforced computes it once
+        per batch (the same batch of the same prompts: the same numbers)
 
     Returns
     -------
@@ -356,9 +361,14 @@ def evaluate_modes(
                        force_prefix=[[forced_id]] * len(chunk) if forced_id is not None else None,
                        prompt_length=P, generator=generator)
         n_tok = out.completion_mask.sum(1).tolist()
-        with torch.no_grad():  # P(<think> | prompt): the mode policy itself, not only its argmax
-            logits, _ = model(out.prompt_ids, attn_mask=prefill_mask(out.prompt_mask))
-            p_think = torch.softmax(logits[:, -1].float(), -1)[:, think_id].tolist()
+        key = (P, think_id, tuple(r["prompt"] for r in chunk))
+        p_think = None if p_think_cache is None else p_think_cache.get(key)
+        if p_think is None:
+            with torch.no_grad():  # P(<think> | prompt): the mode policy itself, not only its argmax
+                logits, _ = model(out.prompt_ids, attn_mask=prefill_mask(out.prompt_mask))
+                p_think = torch.softmax(logits[:, -1].float(), -1)[:, think_id].tolist()
+            if p_think_cache is not None:
+                p_think_cache[key] = p_think
         for r, comp, n, pt in zip(chunk, out.completions(), n_tok, p_think, strict=True):
             text = tokenizer.decode([t for t in comp if t != tokenizer.eos_id])
             mode = fmt.mode(text)
