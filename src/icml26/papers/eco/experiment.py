@@ -21,6 +21,7 @@ import torch
 from icml26.core.lm.data import TALES_SHA256, char_corpus, corpus_sha256, corpus_text
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.train import TrainConfig, train_lm
+from icml26.core.progress import phase
 from icml26.core.quant import QuantSpec
 from icml26.harness import (
     INCONCLUSIVE,
@@ -203,79 +204,85 @@ def run(config: Config, seed: int) -> SeedOutput:
         now = time.process_time()
         extras["phase_cpu_s"][phase] = round(now - clock, 2)
         clock = now
-    # (1) theory toy
-    # sham_rtn (ECO-RTN's injection with the error's values permuted) is the control of lr_scaling;
-    # eco_sr vs naive_sr is eco_beats_sr_toy (SR alone fails there)
-    toy_arms = ("fp32", "naive_rtn", "eco_rtn", "naive_sr", "sham_rtn") + (("eco_sr",) if config.toy_sr_arms else ())
-    toy = run_quadratic_toy(config.toy_lrs, dim=config.toy_dim, steps=config.toy_steps,
-                            noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed, arms=toy_arms)
-    extras["toy"] = {"lrs": list(toy.lrs), "error": toy.error}
-    for arm, errs in toy.error.items():
-        metrics[f"toy_{arm}"] = {f"err_lr{i}": e for i, e in enumerate(errs)}
-    lap("toy")
-    # (1b) decaying learning rate (the theorem's setting), error over the last 10% of steps
-    ratio = config.toy_decay_end / config.toy_decay_lr0
-    n = config.toy_decay_steps
-    dec = run_quadratic_toy((config.toy_decay_lr0,), dim=config.toy_dim, steps=n,
-                            noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed,
-                            arms=("fp32", "naive_rtn", "naive_sr", "eco_rtn", "eco_sr"),
-                            lr_factor=lambda t: ratio ** (t / max(1, n - 1)), tail_fraction=0.1)
-    extras["toy_decay"] = {"lr0": config.toy_decay_lr0, "lr_end": config.toy_decay_end, "error": dec.error}
-    for arm, errs in dec.error.items():
-        metrics[f"decay_{arm}"] = {"final_err": errs[0]}
-    lap("toy_decay")
+    with phase("toy"):
+        # (1) theory toy
+        # sham_rtn (ECO-RTN's injection with the error's values permuted) is the control of lr_scaling;
+        # eco_sr vs naive_sr is eco_beats_sr_toy (SR alone fails there)
+        toy_arms = ("fp32", "naive_rtn", "eco_rtn", "naive_sr", "sham_rtn") + (("eco_sr",) if config.toy_sr_arms else ())
+        toy = run_quadratic_toy(config.toy_lrs, dim=config.toy_dim, steps=config.toy_steps,
+                                noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed, arms=toy_arms)
+        extras["toy"] = {"lrs": list(toy.lrs), "error": toy.error}
+        for arm, errs in toy.error.items():
+            metrics[f"toy_{arm}"] = {f"err_lr{i}": e for i, e in enumerate(errs)}
+        lap("toy")
+    with phase("toy_decay"):
+        # (1b) decaying learning rate (the theorem's setting), error over the last 10% of steps
+        ratio = config.toy_decay_end / config.toy_decay_lr0
+        n = config.toy_decay_steps
+        dec = run_quadratic_toy((config.toy_decay_lr0,), dim=config.toy_dim, steps=n,
+                                noise=config.toy_noise, lam_range=(0.5, 1.0), seed=seed,
+                                arms=("fp32", "naive_rtn", "naive_sr", "eco_rtn", "eco_sr"),
+                                lr_factor=lambda t: ratio ** (t / max(1, n - 1)), tail_fraction=0.1)
+        extras["toy_decay"] = {"lr0": config.toy_decay_lr0, "lr_end": config.toy_decay_end, "error": dec.error}
+        for arm, errs in dec.error.items():
+            metrics[f"decay_{arm}"] = {"final_err": errs[0]}
+        lap("toy_decay")
     # (2) tiny LM, every arm on the same init, batches and schedule
-    data, sha = _corpus(config.text_chars)
-    extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "file_sha256": TALES_SHA256,
-                        "chars": config.text_chars, "sha256": sha}
-    tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
-                       warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
-                       eval_every=max(1, config.steps // 4), eval_windows=config.eval_windows, seed=seed)
-    curves = {}
-    for name, arm in _arms(config).items():
+    with phase("data"):
+        data, sha = _corpus(config.text_chars)
+        extras["corpus"] = {"name": "icml26/core/lm/tales.txt", "file_sha256": TALES_SHA256,
+                            "chars": config.text_chars, "sha256": sha}
+    with phase("lm"):
+        tcfg = TrainConfig(steps=config.steps, batch_size=config.batch_size, block_size=config.block_size,
+                           warmup_steps=config.warmup_steps, min_lr_ratio=config.min_lr_ratio,
+                           eval_every=max(1, config.steps // 4), eval_windows=config.eval_windows, seed=seed)
+        curves = {}
+        for name, arm in _arms(config).items():
+            model = _model(config, data.vocab_size, seed)
+            qnames = set(linear_weight_names(model))
+            opt = _build(model, arm, config, seed)
+            res = train_lm(model, opt, data, tcfg)
+            qparams = [p for n, p in model.named_parameters() if n in qnames]
+            mem_all = static_memory_bytes(model, opt)
+            mem_q = static_memory_bytes(model, opt, qparams)
+            n_q = sum(p.numel() for p in qparams)
+            diag = opt.diagnostics() if hasattr(opt, "diagnostics") else {}
+            metrics[name] = {
+                "val_loss": res.final_val_loss,
+                "static_bytes": mem_all["total"],
+                "static_bytes_quantized": mem_q["total"],
+                "bytes_per_quantized_param": mem_q["total"] / n_q,
+            }
+            if "frozen_fraction" in diag:  # only optimizers that store quantized weights report it
+                metrics[name]["frozen_fraction_last10"] = diag["frozen_fraction"]
+            if name in PEAK_ARMS:  # one profiled step each: only the arms the memory reading compares
+                metrics[name].update(_peak(model, opt, data, config, seed))
+            curves[name] = {"steps": res.val_steps, "val_loss": res.val_loss}
+            if name == "mw":
+                pretrained = _float_weights(model, opt)
+            lap(f"lm_{name}")
+        extras["curves"] = curves
+    with phase("int4_finetune"):
+        # (3) INT4 fine-tuning from the FP8 master-weight run's FP32 masters
+        fcfg = TrainConfig(steps=config.ft_steps, batch_size=config.batch_size, block_size=config.block_size,
+                           warmup_steps=config.ft_warmup_steps, min_lr_ratio=config.min_lr_ratio,
+                           eval_every=0, eval_windows=config.eval_windows, seed=seed + 5_000)
+        for name, arm in _ft_arms(config).items():
+            model = _model(config, data.vocab_size, seed)
+            model.load_state_dict(pretrained)
+            opt = _build(model, arm, config, seed, lr=config.ft_lr)
+            res = train_lm(model, opt, data, fcfg)
+            metrics[name] = {"val_loss": res.final_val_loss}
+        lap("int4_finetune")
+    with phase("memory_control"):
+        # memory control: ECO that keeps a float32 copy of its weights between steps (the "stub")
         model = _model(config, data.vocab_size, seed)
-        qnames = set(linear_weight_names(model))
-        opt = _build(model, arm, config, seed)
-        res = train_lm(model, opt, data, tcfg)
-        qparams = [p for n, p in model.named_parameters() if n in qnames]
-        mem_all = static_memory_bytes(model, opt)
-        mem_q = static_memory_bytes(model, opt, qparams)
-        n_q = sum(p.numel() for p in qparams)
-        diag = opt.diagnostics() if hasattr(opt, "diagnostics") else {}
-        metrics[name] = {
-            "val_loss": res.final_val_loss,
-            "static_bytes": mem_all["total"],
-            "static_bytes_quantized": mem_q["total"],
-            "bytes_per_quantized_param": mem_q["total"] / n_q,
-        }
-        if "frozen_fraction" in diag:  # only optimizers that store quantized weights report it
-            metrics[name]["frozen_fraction_last10"] = diag["frozen_fraction"]
-        if name in PEAK_ARMS:  # one profiled step each: only the arms the memory reading compares
-            metrics[name].update(_peak(model, opt, data, config, seed))
-        curves[name] = {"steps": res.val_steps, "val_loss": res.val_loss}
-        if name == "mw":
-            pretrained = _float_weights(model, opt)
-        lap(f"lm_{name}")
-    extras["curves"] = curves
-    # (3) INT4 fine-tuning from the FP8 master-weight run's FP32 masters
-    fcfg = TrainConfig(steps=config.ft_steps, batch_size=config.batch_size, block_size=config.block_size,
-                       warmup_steps=config.ft_warmup_steps, min_lr_ratio=config.min_lr_ratio,
-                       eval_every=0, eval_windows=config.eval_windows, seed=seed + 5_000)
-    for name, arm in _ft_arms(config).items():
-        model = _model(config, data.vocab_size, seed)
-        model.load_state_dict(pretrained)
-        opt = _build(model, arm, config, seed, lr=config.ft_lr)
-        res = train_lm(model, opt, data, fcfg)
-        metrics[name] = {"val_loss": res.final_val_loss}
-    lap("int4_finetune")
-    # memory control: ECO that keeps a float32 copy of its weights between steps (the "stub")
-    model = _model(config, data.vocab_size, seed)
-    qparams = [p for n, p in model.named_parameters() if n in set(linear_weight_names(model))]
-    opt = _build(model, _arms(config)["eco_sr"], config, seed, release=False)
-    peak = _peak(model, opt, data, config, seed)
-    metrics["eco_sr_keep_fp32"] = {"static_bytes_quantized": static_memory_bytes(model, opt, qparams)["total"],
-                                   **peak}
-    lap("memory_control")
+        qparams = [p for n, p in model.named_parameters() if n in set(linear_weight_names(model))]
+        opt = _build(model, _arms(config)["eco_sr"], config, seed, release=False)
+        peak = _peak(model, opt, data, config, seed)
+        metrics["eco_sr_keep_fp32"] = {"static_bytes_quantized": static_memory_bytes(model, opt, qparams)["total"],
+                                       **peak}
+        lap("memory_control")
     return SeedOutput(metrics=metrics, extras=extras)
 
 

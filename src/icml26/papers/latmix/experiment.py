@@ -40,6 +40,7 @@ from scipy import stats
 from icml26.core.lm.data import char_corpus, stdlib_text
 from icml26.core.lm.model import LMConfig, TinyCausalLM
 from icml26.core.lm.train import TrainConfig, train_lm
+from icml26.core.progress import phase
 from icml26.harness import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -286,91 +287,95 @@ def _spearman_over_arms(bounds: dict[str, dict[str, dict]], key: str) -> float:
 
 
 def _run_condition(config: Config, seed: int, condition: str, metrics: dict, extras: dict, tuning: dict):
-    base, fp_val_loss = _trained_lm(config, seed)
-    base = copy.deepcopy(base)
-    calib, val, test, (probe_seqs, probe_ans) = _splits(config, seed)
-    bs = config.block_size
-    fp_before = nats_per_token(base, test, bs, config.test_windows)
-    # the trained model's own (natural) outliers, measured before any injection, in every condition
-    natural_ratio = outlier_ratio(_site_inputs(base, calib[:8], config.bound_tokens))
-    if condition == "injected":
-        inject_outliers(base, config.outlier_frac, config.outlier_alpha, seed=seed)
-    fp_after = nats_per_token(base, test, bs, config.test_windows)
-    pre = "" if condition == "injected" else "nat_"
-    metrics.setdefault("fp", {})["nat_outlier_ratio"] = natural_ratio
-    metrics["fp"][f"{pre}nats"] = fp_after
-    metrics["fp"][f"{pre}acc"], metrics["fp"][f"{pre}pacc"] = probe_metrics(base, probe_seqs, probe_ans,
-                                                                          config.probe_cont)
-    extras.setdefault("fp_function_preserved", {})[condition] = abs(fp_after - fp_before)
-    extras["fp_train_val_loss"] = fp_val_loss
-    inputs = _site_inputs(base, calib[:8], config.bound_tokens)
-    if condition == "injected":
-        metrics["fp"]["outlier_ratio"] = outlier_ratio(inputs)
+    with phase("train_lm"):
+        base, fp_val_loss = _trained_lm(config, seed)
+    with phase("data"):
+        base = copy.deepcopy(base)
+        calib, val, test, (probe_seqs, probe_ans) = _splits(config, seed)
+        bs = config.block_size
+        fp_before = nats_per_token(base, test, bs, config.test_windows)
+        # the trained model's own (natural) outliers, measured before any injection, in every condition
+        natural_ratio = outlier_ratio(_site_inputs(base, calib[:8], config.bound_tokens))
+        if condition == "injected":
+            inject_outliers(base, config.outlier_frac, config.outlier_alpha, seed=seed)
+        fp_after = nats_per_token(base, test, bs, config.test_windows)
+        pre = "" if condition == "injected" else "nat_"
+        metrics.setdefault("fp", {})["nat_outlier_ratio"] = natural_ratio
+        metrics["fp"][f"{pre}nats"] = fp_after
+        metrics["fp"][f"{pre}acc"], metrics["fp"][f"{pre}pacc"] = probe_metrics(base, probe_seqs, probe_ans,
+                                                                              config.probe_cont)
+        extras.setdefault("fp_function_preserved", {})[condition] = abs(fp_after - fp_before)
+        extras["fp_train_val_loss"] = fp_val_loss
+        inputs = _site_inputs(base, calib[:8], config.bound_tokens)
+        if condition == "injected":
+            metrics["fp"]["outlier_ratio"] = outlier_ratio(inputs)
 
-    # equal-effort tuning of the learned arms on the validation split under MXFP4
-    main = "mxfp4"
-    fitted: dict[tuple[str, float, int], tuple] = {}
+    with phase("tune"):
+        # equal-effort tuning of the learned arms on the validation split under MXFP4
+        main = "mxfp4"
+        fitted: dict[tuple[str, float, int], tuple] = {}
 
-    def scorer(arm: str):
-        def validate(p):
-            model, rep = _quantized(base, arm, main, p["lr"], config, seed, calib, steps=p["steps"])
-            fitted[(arm, p["lr"], p["steps"])] = (model, rep)
+        def scorer(arm: str):
+            def validate(p):
+                model, rep = _quantized(base, arm, main, p["lr"], config, seed, calib, steps=p["steps"])
+                fitted[(arm, p["lr"], p["steps"])] = (model, rep)
+                return nats_per_token(model, val, bs, config.val_windows)
+            return validate
+
+        # the grid: every (lr, steps) pair, the "off" setting (lr = 0: no training, whatever the
+        # steps) once; the same grid and budget for every learned arm
+        grid = [{"lr": 0.0, "steps": min(config.calib_steps_grid)}] + [
+            {"lr": lr, "steps": st} for lr in config.lr_grid if lr > 0 for st in config.calib_steps_grid]
+        budget = {"calib_windows": config.calib_windows, "steps": tuple(config.calib_steps_grid),
+                  "batch": config.calib_batch}
+        tuned = tune_arms({arm: TuningSpec(grid=grid, validate=scorer(arm), maximize=False, budget=budget)
+                           for arm in LEARNED_ARMS})
+        # SmoothQuant's knob (no training: its budget is the calibration statistics only)
+        def sq_validate(p):
+            model, _ = _quantized(base, "smoothquant", main, 0.0, config, seed, calib, alpha=p["alpha"])
             return nats_per_token(model, val, bs, config.val_windows)
-        return validate
 
-    # the grid: every (lr, steps) pair, the "off" setting (lr = 0: no training, whatever the
-    # steps) once; the same grid and budget for every learned arm
-    grid = [{"lr": 0.0, "steps": min(config.calib_steps_grid)}] + [
-        {"lr": lr, "steps": st} for lr in config.lr_grid if lr > 0 for st in config.calib_steps_grid]
-    budget = {"calib_windows": config.calib_windows, "steps": tuple(config.calib_steps_grid),
-              "batch": config.calib_batch}
-    tuned = tune_arms({arm: TuningSpec(grid=grid, validate=scorer(arm), maximize=False, budget=budget)
-                       for arm in LEARNED_ARMS})
-    # SmoothQuant's knob (no training: its budget is the calibration statistics only)
-    def sq_validate(p):
-        model, _ = _quantized(base, "smoothquant", main, 0.0, config, seed, calib, alpha=p["alpha"])
-        return nats_per_token(model, val, bs, config.val_windows)
+        tuned.update(tune_arms({"smoothquant": TuningSpec(
+            grid=[{"alpha": a} for a in SQ_GRID], validate=sq_validate, maximize=False,
+            budget={"calib_windows": config.calib_windows, "steps": 0, "batch": 0})}))
+        if condition == "injected":
+            tuning.update(tuned)
+        extras.setdefault("chosen_lr", {})[condition] = {a: t.chosen.get("lr", t.chosen.get("alpha"))
+                                                         for a, t in tuned.items()}
+        extras.setdefault("chosen_steps", {})[condition] = {a: tuned[a].chosen["steps"] for a in LEARNED_ARMS}
 
-    tuned.update(tune_arms({"smoothquant": TuningSpec(
-        grid=[{"alpha": a} for a in SQ_GRID], validate=sq_validate, maximize=False,
-        budget={"calib_windows": config.calib_windows, "steps": 0, "batch": 0})}))
-    if condition == "injected":
-        tuning.update(tuned)
-    extras.setdefault("chosen_lr", {})[condition] = {a: t.chosen.get("lr", t.chosen.get("alpha"))
-                                                     for a, t in tuned.items()}
-    extras.setdefault("chosen_steps", {})[condition] = {a: tuned[a].chosen["steps"] for a in LEARNED_ARMS}
-
-    bounds: dict[str, dict[str, dict]] = {a: {} for a in ARMS}
-    diag: dict[str, dict] = {}
-    for fmt in config.formats:
-        for arm in ARMS:
-            if arm in LEARNED_ARMS:
-                lr, st = tuned[arm].chosen["lr"], tuned[arm].chosen["steps"]
-                if fmt == main:
-                    model, rep = fitted[(arm, lr, st)]
-                elif arm == "mx_unaware":  # format-independent training: reuse the transform
-                    model, rep = _reformat(fitted[(arm, lr, st)][0], fmt), fitted[(arm, lr, st)][1]
+    with phase("eval"):
+        bounds: dict[str, dict[str, dict]] = {a: {} for a in ARMS}
+        diag: dict[str, dict] = {}
+        for fmt in config.formats:
+            for arm in ARMS:
+                if arm in LEARNED_ARMS:
+                    lr, st = tuned[arm].chosen["lr"], tuned[arm].chosen["steps"]
+                    if fmt == main:
+                        model, rep = fitted[(arm, lr, st)]
+                    elif arm == "mx_unaware":  # format-independent training: reuse the transform
+                        model, rep = _reformat(fitted[(arm, lr, st)][0], fmt), fitted[(arm, lr, st)][1]
+                    else:
+                        model, rep = _quantized(base, arm, fmt, lr, config, seed, calib, steps=st)
                 else:
-                    model, rep = _quantized(base, arm, fmt, lr, config, seed, calib, steps=st)
-            else:
-                alpha = tuned["smoothquant"].chosen["alpha"] if arm == "smoothquant" else 0.5
-                model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib, alpha=alpha)
-            metrics.setdefault(arm, {})[f"{pre}{fmt}_nats"] = nats_per_token(model, test, bs, config.test_windows)
-            metrics[arm][f"{pre}{fmt}_acc"], metrics[arm][f"{pre}{fmt}_pacc"] = probe_metrics(
-                model, probe_seqs, probe_ans, config.probe_cont)
-            if fmt in LOW_BIT and condition == "injected":
-                bounds[arm][fmt] = _bound_rows(model, inputs, fmt)
-            diag[f"{arm}/{fmt}"] = {"loss_first": rep.losses[0] if rep.losses else None,
-                                    "loss_last": rep.losses[-1] if rep.losses else None,
-                                    "logabsdet": rep.logabsdet,
-                                    "max_condition": max(rep.condition.values(), default=1.0),
-                                    "online_flops_per_token": rep.online_flops_per_token}
-    extras.setdefault("diagnostics", {})[condition] = diag
-    if condition == "injected":
-        metrics["bound_mx"] = {"spearman": _spearman_over_arms(bounds, "bound")}
-        metrics["bound_tensor"] = {"spearman": _spearman_over_arms(bounds, "bound_tensor")}
-        extras["bound_sites"] = {a: {f: {s: {k: round(v, 6) for k, v in r.items()} for s, r in fr.items()}
-                                     for f, fr in ab.items()} for a, ab in bounds.items()}
+                    alpha = tuned["smoothquant"].chosen["alpha"] if arm == "smoothquant" else 0.5
+                    model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib, alpha=alpha)
+                metrics.setdefault(arm, {})[f"{pre}{fmt}_nats"] = nats_per_token(model, test, bs, config.test_windows)
+                metrics[arm][f"{pre}{fmt}_acc"], metrics[arm][f"{pre}{fmt}_pacc"] = probe_metrics(
+                    model, probe_seqs, probe_ans, config.probe_cont)
+                if fmt in LOW_BIT and condition == "injected":
+                    bounds[arm][fmt] = _bound_rows(model, inputs, fmt)
+                diag[f"{arm}/{fmt}"] = {"loss_first": rep.losses[0] if rep.losses else None,
+                                        "loss_last": rep.losses[-1] if rep.losses else None,
+                                        "logabsdet": rep.logabsdet,
+                                        "max_condition": max(rep.condition.values(), default=1.0),
+                                        "online_flops_per_token": rep.online_flops_per_token}
+        extras.setdefault("diagnostics", {})[condition] = diag
+        if condition == "injected":
+            metrics["bound_mx"] = {"spearman": _spearman_over_arms(bounds, "bound")}
+            metrics["bound_tensor"] = {"spearman": _spearman_over_arms(bounds, "bound_tensor")}
+            extras["bound_sites"] = {a: {f: {s: {k: round(v, 6) for k, v in r.items()} for s, r in fr.items()}
+                                         for f, fr in ab.items()} for a, ab in bounds.items()}
 
 
 def run(config: Config, seed: int) -> SeedOutput:
