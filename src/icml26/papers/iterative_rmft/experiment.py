@@ -262,10 +262,11 @@ def _text_track(c: Config, seed: int) -> tuple[dict[str, dict[str, float]], dict
                                            top_k=c.text_top_k, seed=seed + 77)
     metrics = {"text_m0": evaluate(chat)}
     history = {"base_sft_loss": base_loss[-1]}
+    shared: dict = {}  # the arms' first-round rollouts (same M0, tasks and seeds) are computed once
     for arm, loss_on in TEXT_ARMS.items():
         agent = copy.deepcopy(chat)
         agent.name = f"{arm}-s{seed}"
-        h = iterative_rmft_text(agent, sampler, cfg, loss_on=loss_on, seed=seed + 3)
+        h = iterative_rmft_text(agent, sampler, cfg, loss_on=loss_on, seed=seed + 3, shared=shared)
         metrics[arm] = {**evaluate(agent), "rollout_tokens": float(h.rollout_tokens),
                         "sft_examples": float(h.sft_examples),
                         "n_params": float(sum(p.numel() for p in agent.model.parameters()))}
@@ -313,9 +314,11 @@ def run(config: Config, seed: int) -> SeedOutput:
     base = _base_model(c, seed)
     models = {"m0": base}
     histories = {}
+    shared: dict = {}  # the arms' first-round rollouts (same M0, tasks and seeds) are computed once
     for arm in LOOP_ARMS:
         model = copy.deepcopy(base)
-        histories[arm] = iterative_rmft(model, sampler, _rmft_config(c, SELECTION[arm]), seed=seed + 1)
+        histories[arm] = iterative_rmft(model, sampler, _rmft_config(c, SELECTION[arm]), seed=seed + 1,
+                                        shared=shared)
         models[arm] = model
     # algorithm distillation of the dev-chosen best teacher (issue 49 replaced ad_ucb: UCB1 at its
     # textbook constant was the weakest teacher), same SFT rounds and examples as RMFT

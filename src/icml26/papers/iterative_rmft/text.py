@@ -50,7 +50,7 @@ from icml26.core.lm.sft import SFTConfig, build_sft_batch, sft_loss, train_sft
 from icml26.core.rl import BanditBatch, UniformRandom, run_policy
 from icml26.core.validation import check_positive_int
 
-from .rmft import RMFTConfig, select
+from .rmft import RMFTConfig, rollout_key, select
 
 ALPHABET = "0123456789 =/<>rat"
 MAX_RESPONSE_TOKENS = 24
@@ -304,7 +304,7 @@ def sft_text(chat: TinyLMChat, examples: Sequence[dict], *, epochs: int, lr: flo
     if not examples:
         raise ValueError("no SFT examples")
     model, tok, p = chat.model, chat.tokenizer, chat.prompt_length
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, foreach=True)  # = per-tensor, bit for bit
     rng = np.random.default_rng(seed)
     model.train()
     last = float("nan")
@@ -391,14 +391,24 @@ def replicate(tasks: BanditBatch, copies: int, seed: int) -> BanditBatch:
 
 
 
-def rollout_and_select(chat, task_sampler, config, rng: np.random.Generator, hist: TextRMFTHistory):
+def rollout_and_select(chat, task_sampler, config, rng: np.random.Generator, hist: TextRMFTHistory,
+                       shared: dict | None = None):
     """One round of text RMFT's data collection: sample tasks, roll the chat model out on each
     ``config.rollouts_per_task`` times, keep the top-k per task by ``config.selection``, and record
-    the round's regret, validity, consistency and token counts in ``hist``; return the kept turns."""
+    the round's regret, validity, consistency and token counts in ``hist``; return the kept turns.
+    ``shared``: rollouts computed once per :func:`~icml26.papers.iterative_rmft.rmft.rollout_key`
+    across the loops given the same dict (see :func:`iterative_rmft_text`)."""
     tasks = task_sampler(config.tasks_per_iter, int(rng.integers(2**31)))
-    env = replicate(tasks, config.rollouts_per_task, int(rng.integers(2**31)))
-    traj = text_rollout(chat, env, temperature=config.temperature, seed=int(rng.integers(2**31)))
-    traj.task = np.repeat(np.arange(config.tasks_per_iter), config.rollouts_per_task)
+    env_seed, rollout_seed = int(rng.integers(2**31)), int(rng.integers(2**31))
+    key = rollout_key(chat.model, tasks.means, env_seed, rollout_seed, config) if shared is not None else None
+    if key is not None and key in shared:
+        traj = shared[key]
+    else:
+        env = replicate(tasks, config.rollouts_per_task, env_seed)
+        traj = text_rollout(chat, env, temperature=config.temperature, seed=rollout_seed)
+        traj.task = np.repeat(np.arange(config.tasks_per_iter), config.rollouts_per_task)
+        if key is not None:
+            shared[key] = traj
     kept = select(traj, config.tasks_per_iter, config.top_k, config.selection, rng)
     hist.rollout_regret.append(float(traj.regret.mean()))
     hist.kept_regret.append(float(kept.regret.mean()))
@@ -410,11 +420,14 @@ def rollout_and_select(chat, task_sampler, config, rng: np.random.Generator, his
     return kept
 
 def iterative_rmft_text(chat: TinyLMChat, task_sampler: Callable[[int, int], BanditBatch],
-                        config: RMFTConfig, *, loss_on: str = "full", seed: int = 0) -> TextRMFTHistory:
+                        config: RMFTConfig, *, loss_on: str = "full", seed: int = 0,
+                        shared: dict | None = None) -> TextRMFTHistory:
     """Iterative RMFT on text rollouts, in place on ``chat.model``: per iteration roll out L
     episodes per task, keep ``top_k`` per task by ``config.selection`` (lowest pseudo-regret for
     RMFT, via :func:`~icml26.papers.iterative_rmft.rmft.select`), fine-tune on their full text
-    (``loss_on="full"``: rationale + action) or on the action only (``"action"``, the control)."""
+    (``loss_on="full"``: rationale + action) or on the action only (``"action"``, the control).
+    ``shared``: one dict given to loops that start from the same model with the same seed (the
+    arms): a round's rollouts with the same weights, tasks and seeds are computed once."""
     if not isinstance(chat, TinyLMChat):
         raise TypeError("only a TinyLMChat can be fine-tuned here (an opted-in LLM is evaluated only)")
     if loss_on not in ("full", "action"):
@@ -424,7 +437,7 @@ def iterative_rmft_text(chat: TinyLMChat, task_sampler: Callable[[int, int], Ban
     base_state = {k: v.clone() for k, v in chat.model.state_dict().items()}
     pool: list[dict] = []
     for _ in range(config.iterations):
-        kept = rollout_and_select(chat, task_sampler, config, rng, hist)
+        kept = rollout_and_select(chat, task_sampler, config, rng, hist, shared)
         data = text_examples(chat, kept, loss_on=loss_on)
         if config.continue_from == "base":
             pool.extend(data)
