@@ -32,6 +32,7 @@ from functools import partial
 
 import numpy as np
 
+from icml26.core.progress import phase
 from icml26.core.rl.ppo import PPOConfig
 from icml26.harness import (
     INCONCLUSIVE,
@@ -237,14 +238,17 @@ def run(config: Config, seed: int) -> SeedOutput:
     runner_cls = config.runner_cls()  # MicroCraft, or Craftax-Classic (full-craftax)
     metrics: dict[str, dict[str, float]] = {}
     curves, diags = {}, {}
-    tuned = tune_all(config, seed) if config.tune_sessions > 0 else {}
-    # every arm starts from the same initial policy (same PPO seed): its held-out return, on the
-    # same worlds as the final evaluation, is the untrained (near-uniform) reference of the gates
-    start = runner_cls(cur, ppo, seed).evaluate()["return"]
+    with phase("tune"):
+        tuned = tune_all(config, seed) if config.tune_sessions > 0 else {}
+    with phase("eval_start"):
+        # every arm starts from the same initial policy (same PPO seed): its held-out return, on the
+        # same worlds as the final evaluation, is the untrained (near-uniform) reference of the gates
+        start = runner_cls(cur, ppo, seed).evaluate()["return"]
     for arm in config.arms:
-        c, p = _with_knob(cur, ppo, tuned[arm].chosen) if arm in tuned else (cur, ppo)
-        out = run_arm(arm, c, p, seed, generator=_llm_generator(c, seed) if arm == "dicode" else None,
-                      runner_cls=runner_cls)
+        with phase(f"train_{arm}"):
+            c, p = _with_knob(cur, ppo, tuned[arm].chosen) if arm in tuned else (cur, ppo)
+            out = run_arm(arm, c, p, seed, generator=_llm_generator(c, seed) if arm == "dicode" else None,
+                          runner_cls=runner_cls)
         m = dict(out["metrics"])
         reached = [t for t in TIERS if m[f"tier{t}_success"] > 0]
         m["deepest_tier_reached"] = float(max(reached, default=0))

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.core.progress import phase
 from icml26.harness import (
     Claim,
     ClaimArms,
@@ -97,52 +98,57 @@ class Config(ExperimentConfig):
 
 def run(config: Config, seed: int) -> SeedOutput:
     t0 = time.time()
-    torch.manual_seed(seed)
-    data = make_corpus(config.n_train + config.n_test, seed=seed, fs=config.fs, duration_s=config.duration_s)
-    tr, te = slice(0, config.n_train), slice(config.n_train, None)
-    t_data = time.time() - t0
-    # the substrate gates' reference: the best constant answer (the label prior) on the same test records
-    prior = label_prior_jaccard(data.solutions[tr], data.solutions[te])
+    with phase("data"):
+        torch.manual_seed(seed)
+        data = make_corpus(config.n_train + config.n_test, seed=seed, fs=config.fs, duration_s=config.duration_s)
+        tr, te = slice(0, config.n_train), slice(config.n_train, None)
+        t_data = time.time() - t0
+        # the substrate gates' reference: the best constant answer (the label prior) on the same test records
+        prior = label_prior_jaccard(data.solutions[tr], data.solutions[te])
     metrics, budgets = {}, {}
     for k, arm in enumerate(ARMS):
-        corpus, tf = _ARM_SPEC[arm]
-        nums, mask = number_targets(data.texts[corpus][tr])
-        transform = (InterleavedModalityDropout(config.p_drop, config.p_swap, seed=seed * 101 + k) if tf == "imd"
-                     else RandomModalityDropout(config.p_drop, seed=seed * 101 + k) if tf == "random" else None)
-        torch.manual_seed(seed)  # same initialisation for every arm
-        model = ECGR1Tiny(data.features.shape[1], data.images.shape[1:])
-        budgets[arm] = train_model(model, data.features[tr], data.images[tr], data.labels[tr], nums, mask,
-                                   epochs=config.epochs, lr=config.lr, batch_size=config.batch_size,
-                                   transform=transform, seed=seed)
-        out = {}
-        reps = {}
-        for mod in ("both", "signal", "image"):
-            reps[mod] = generate_reports(model, data.features[te], data.images[te], mod)
-            ev = evaluate_reports(reps[mod], data.solutions[te], data.truth_numbers[te])
-            for name, v in ev.items():
-                out[f"{name}_{mod}"] = v
-        out["modality_drop"] = out["jaccard_both"] - 0.5 * (out["jaccard_signal"] + out["jaccard_image"])
-        out.update(cross_modal_agreement(reps["signal"], reps["image"]))
+        with phase("train_sft"):
+            corpus, tf = _ARM_SPEC[arm]
+            nums, mask = number_targets(data.texts[corpus][tr])
+            transform = (InterleavedModalityDropout(config.p_drop, config.p_swap, seed=seed * 101 + k) if tf == "imd"
+                         else RandomModalityDropout(config.p_drop, seed=seed * 101 + k) if tf == "random" else None)
+            torch.manual_seed(seed)  # same initialisation for every arm
+            model = ECGR1Tiny(data.features.shape[1], data.images.shape[1:])
+            budgets[arm] = train_model(model, data.features[tr], data.images[tr], data.labels[tr], nums, mask,
+                                       epochs=config.epochs, lr=config.lr, batch_size=config.batch_size,
+                                       transform=transform, seed=seed)
+        with phase("eval"):
+            out = {}
+            reps = {}
+            for mod in ("both", "signal", "image"):
+                reps[mod] = generate_reports(model, data.features[te], data.images[te], mod)
+                ev = evaluate_reports(reps[mod], data.solutions[te], data.truth_numbers[te])
+                for name, v in ev.items():
+                    out[f"{name}_{mod}"] = v
+            out["modality_drop"] = out["jaccard_both"] - 0.5 * (out["jaccard_signal"] + out["jaccard_image"])
+            out.update(cross_modal_agreement(reps["signal"], reps["image"]))
         if arm == "protocol_imd":  # the SFT start of every claim: gated against the label prior
             out["prior_jaccard"] = prior["jaccard"]
         metrics[arm] = out
         if arm == "protocol_imd":
             sft_model = copy.deepcopy(model)
     for arm in RL_ARMS:
-        rewards = [diagnosis_accuracy_reward, format_reward]
-        if arm == "rl_evidence":
-            rewards.insert(1, key_evidence_reward)
-        model = copy.deepcopy(sft_model)
-        torch.manual_seed(seed)
-        budgets[arm] = grpo_finetune(model, data.features[tr], data.images[tr], data.solutions[tr], rewards,
-                                     steps=config.rl_steps, num_generations=config.num_generations,
-                                     lr=config.lr * config.rl_lr_ratio,
-                                     transform=InterleavedModalityDropout(config.p_drop, config.p_swap,
-                                                                          seed=seed * 101 + 50),
-                                     seed=seed)
-        rep = generate_reports(model, data.features[te], data.images[te], "both")
-        metrics[arm] = {f"{n}_both": v for n, v in evaluate_reports(rep, data.solutions[te],
-                                                                      data.truth_numbers[te]).items()}
+        with phase("train_rl"):
+            rewards = [diagnosis_accuracy_reward, format_reward]
+            if arm == "rl_evidence":
+                rewards.insert(1, key_evidence_reward)
+            model = copy.deepcopy(sft_model)
+            torch.manual_seed(seed)
+            budgets[arm] = grpo_finetune(model, data.features[tr], data.images[tr], data.solutions[tr], rewards,
+                                         steps=config.rl_steps, num_generations=config.num_generations,
+                                         lr=config.lr * config.rl_lr_ratio,
+                                         transform=InterleavedModalityDropout(config.p_drop, config.p_swap,
+                                                                              seed=seed * 101 + 50),
+                                         seed=seed)
+        with phase("eval"):
+            rep = generate_reports(model, data.features[te], data.images[te], "both")
+            metrics[arm] = {f"{n}_both": v for n, v in evaluate_reports(rep, data.solutions[te],
+                                                                          data.truth_numbers[te]).items()}
     return SeedOutput(metrics=metrics, extras={"budget_per_arm": budgets, "data_s": t_data,
                                                "total_s": time.time() - t0,
                                                "label_rate": data.labels[te].mean(0).round(3).tolist(),

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml26.core.progress import phase
 from icml26.core.stats import GaussianKernel, median_bandwidth
 from icml26.harness import (
     Claim,
@@ -282,9 +283,12 @@ def run(config: Config, seed: int) -> SeedOutput:
     metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
     extras: dict = {}
     tuning: dict = {}
-    _gaussian_section(config, np.random.default_rng([seed, 1]), metrics, extras)
-    _digits_section(config, np.random.default_rng([seed, 2]), metrics, extras)
-    _two_sample_section(config, np.random.default_rng([seed, 3]), metrics, tuning, extras)
+    with phase("gaussian"):
+        _gaussian_section(config, np.random.default_rng([seed, 1]), metrics, extras)
+    with phase("digits"):
+        _digits_section(config, np.random.default_rng([seed, 2]), metrics, extras)
+    with phase("two_sample"):
+        _two_sample_section(config, np.random.default_rng([seed, 3]), metrics, tuning, extras)
     return SeedOutput(metrics=metrics, extras=extras, tuning=tuning)
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from icml26.core.progress import phase
 from icml26.harness import REPRODUCED, Claim, Decision, ExperimentConfig, SeedOutput
 from icml26.harness.claims import (
     INCONCLUSIVE,
@@ -185,52 +186,58 @@ def run(config: Config, seed: int) -> SeedOutput:
     def put(arm: str, key: str, value: float) -> None:
         metrics.setdefault(arm, {})[key] = float(value)
 
-    Xtr, ytr, Xte, yte = load_digits_split(seed, config.n_train)
-    if config.n_test > 0:
-        Xte, yte = Xte[: config.n_test], yte[: config.n_test]
-    eps = config.eps
-    models = _train_models(config, seed, Xtr, ytr)
+    with phase("data"):
+        Xtr, ytr, Xte, yte = load_digits_split(seed, config.n_train)
+        if config.n_test > 0:
+            Xte, yte = Xte[: config.n_test], yte[: config.n_test]
+        eps = config.eps
+    with phase("train"):
+        models = _train_models(config, seed, Xtr, ytr)
     ng = config.n_gmm_train or Xtr.shape[0]
     Xg, yg = Xtr[:ng], ytr[:ng]  # the stratified split is shuffled: a prefix is a random subset
     extras: dict = {"eps_curve": {}, "hist": {}}
     main_cnn: dict = {}
     for name, model in models.items():
-        put("clean", name, float((predict(model, Xte) == yte).float().mean()))
-        dists = (*FIXED, "corners") if name in ("cnn", "mlp") else ("uniform",)
-        fixed = _fixed(model, Xte, yte, eps, config, seed, dists)
-        for d, r in fixed.items():
-            put(f"pr_{d}", name, r.mean)
-        pgd = ar_pgd(model, Xte, yte, eps, steps=config.pgd_steps, seed=seed, backend="internal")
-        put("pgd", name, pgd.mean)
-        conds = config.conds if name == "cnn" else ("xy",)
-        for cond in conds:
-            est = _estimator(model, config, cond, eps, seed).fit(Xg, yg)
-            res = est.evaluate(Xte, yte, n=config.n_eval, seed=seed)
-            put(f"nppr_{cond}", name, res.mean)
-            if cond == "xy" and name == "cnn":
-                main_cnn = {"pgd": pgd.mean, "nppr_xy": res.mean,
-                            **{f"pr_{d}": r.mean for d, r in fixed.items()}}
-                _diagnostics(config, est, res, Xg, yg, Xte, yte, seed, put, extras)
-                extras["hist"]["pr_uniform"] = np.round(fixed["uniform"].per_input, 4).tolist()
-        put(name, "pr_gap", metrics["pr_uniform"][name] - metrics["nppr_xy"][name])
-        if name == "cnn":
-            # control of claim "conditioning": xy without information about the input
-            shuffled = ShuffledFeatures(model.features, Xg, seed + 11)
-            est = _estimator(model, config, "xy", eps, seed, features=shuffled).fit(Xg, yg)
-            put("nppr_xy_shuffled", name, est.evaluate(Xte, yte, n=config.n_eval, seed=seed).mean)
+        with phase("baselines"):
+            put("clean", name, float((predict(model, Xte) == yte).float().mean()))
+            dists = (*FIXED, "corners") if name in ("cnn", "mlp") else ("uniform",)
+            fixed = _fixed(model, Xte, yte, eps, config, seed, dists)
+            for d, r in fixed.items():
+                put(f"pr_{d}", name, r.mean)
+            pgd = ar_pgd(model, Xte, yte, eps, steps=config.pgd_steps, seed=seed, backend="internal")
+            put("pgd", name, pgd.mean)
+        with phase("nppr"):
+            conds = config.conds if name == "cnn" else ("xy",)
+            for cond in conds:
+                est = _estimator(model, config, cond, eps, seed).fit(Xg, yg)
+                res = est.evaluate(Xte, yte, n=config.n_eval, seed=seed)
+                put(f"nppr_{cond}", name, res.mean)
+                if cond == "xy" and name == "cnn":
+                    main_cnn = {"pgd": pgd.mean, "nppr_xy": res.mean,
+                                **{f"pr_{d}": r.mean for d, r in fixed.items()}}
+                    _diagnostics(config, est, res, Xg, yg, Xte, yte, seed, put, extras)
+                    extras["hist"]["pr_uniform"] = np.round(fixed["uniform"].per_input, 4).tolist()
+            put(name, "pr_gap", metrics["pr_uniform"][name] - metrics["nppr_xy"][name])
+            if name == "cnn":
+                # control of claim "conditioning": xy without information about the input
+                shuffled = ShuffledFeatures(model.features, Xg, seed + 11)
+                est = _estimator(model, config, "xy", eps, seed, features=shuffled).fit(Xg, yg)
+                put("nppr_xy_shuffled", name, est.evaluate(Xte, yte, n=config.n_eval, seed=seed).mean)
     # PR versus eps on the main CNN (GMM re-trained at each budget); full profile only
-    cnn = models["cnn"]
-    for e in config.eps_grid:
-        if abs(e - eps) < 1e-12:
-            row = dict(main_cnn)
-        else:
-            row = {"pgd": ar_pgd(cnn, Xte, yte, e, steps=config.pgd_steps, seed=seed,
-                                 backend="internal").mean}
-            row.update({f"pr_{d}": r.mean for d, r in _fixed(cnn, Xte, yte, e, config, seed).items()})
-            est = _estimator(cnn, config, "xy", e, seed).fit(Xg, yg)
-            row["nppr_xy"] = est.evaluate(Xte, yte, n=config.n_eval, seed=seed).mean
-        extras["eps_curve"][str(e)] = row
-    _moons(config, seed, put)
+    with phase("eps_curve"):
+        cnn = models["cnn"]
+        for e in config.eps_grid:
+            if abs(e - eps) < 1e-12:
+                row = dict(main_cnn)
+            else:
+                row = {"pgd": ar_pgd(cnn, Xte, yte, e, steps=config.pgd_steps, seed=seed,
+                                     backend="internal").mean}
+                row.update({f"pr_{d}": r.mean for d, r in _fixed(cnn, Xte, yte, e, config, seed).items()})
+                est = _estimator(cnn, config, "xy", e, seed).fit(Xg, yg)
+                row["nppr_xy"] = est.evaluate(Xte, yte, n=config.n_eval, seed=seed).mean
+            extras["eps_curve"][str(e)] = row
+    with phase("moons"):
+        _moons(config, seed, put)
     return SeedOutput(metrics=metrics, extras=extras)
 
 
