@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icml26.core.progress import phase
 from icml26.harness import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -154,22 +155,25 @@ def run(config: Config, seed: int) -> SeedOutput:
 
 
 def _run(config: Config, seed: int, work: Path) -> SeedOutput:
-    spec = WorldSpec(trend=config.trend, approval_effect=config.approval_effect,
-                     feedback_rate=config.feedback_rate, ambiguity=config.ambiguity,
-                     n_canaries=config.n_canaries)
-    null = WorldSpec.null(feedback_rate=config.feedback_rate, ambiguity=config.ambiguity,
-                          n_canaries=config.n_canaries)
-    planted_path, null_path = work / "planted.jsonl", work / "null.jsonl"
-    truth = write_corpus(planted_path, config.n_conversations, seed, spec)
-    truth_null = write_corpus(null_path, config.n_conversations, 10_000 + seed, null)
-    recs, y = labelled_bank(config.n_train, seed, "train", ambiguity=config.ambiguity)
-    tfidf = TfidfSchemaClassifier(seed=seed).fit(recs, y)
-    perm = np.random.default_rng(seed).permutation(len(y))
-    shuffled = TfidfSchemaClassifier(seed=seed, name="tfidf-shuffled-labels").fit(recs, y[perm])
-    held, y_held = labelled_bank(config.n_heldout, 50_000 + seed, "eval", ambiguity=config.ambiguity)
-    held_c = as_conversations(held)
-    oracle = OracleClassifier(truth.labels_by_id())
-    protect = PrivacyConfig(k_min=config.k_min, n_quotes=config.n_quotes)
+    with phase("data"):
+        spec = WorldSpec(trend=config.trend, approval_effect=config.approval_effect,
+                         feedback_rate=config.feedback_rate, ambiguity=config.ambiguity,
+                         n_canaries=config.n_canaries)
+        null = WorldSpec.null(feedback_rate=config.feedback_rate, ambiguity=config.ambiguity,
+                              n_canaries=config.n_canaries)
+        planted_path, null_path = work / "planted.jsonl", work / "null.jsonl"
+        truth = write_corpus(planted_path, config.n_conversations, seed, spec)
+        truth_null = write_corpus(null_path, config.n_conversations, 10_000 + seed, null)
+        recs, y = labelled_bank(config.n_train, seed, "train", ambiguity=config.ambiguity)
+    with phase("train"):
+        tfidf = TfidfSchemaClassifier(seed=seed).fit(recs, y)
+        perm = np.random.default_rng(seed).permutation(len(y))
+        shuffled = TfidfSchemaClassifier(seed=seed, name="tfidf-shuffled-labels").fit(recs, y[perm])
+    with phase("data"):
+        held, y_held = labelled_bank(config.n_heldout, 50_000 + seed, "eval", ambiguity=config.ambiguity)
+        held_c = as_conversations(held)
+        oracle = OracleClassifier(truth.labels_by_id())
+        protect = PrivacyConfig(k_min=config.k_min, n_quotes=config.n_quotes)
     metrics: dict[str, dict[str, float]] = {}
     extras: dict = {"expected": truth.expected}
 
@@ -178,38 +182,41 @@ def _run(config: Config, seed: int, work: Path) -> SeedOutput:
         rep = analyze(path, out_dir=out, classifier=clf, privacy=privacy, seed=seed)
         return rep, out
 
-    for name, clf in (("tfidf", tfidf), ("oracle", oracle), ("shuffled", shuffled)):
-        rep, out = pipe(name, clf, planted_path, protect, truth.expected)
-        metrics[name] = _stat_metrics(rep, truth.expected)
-        metrics[name].update(_privacy_metrics(rep, out, truth.canaries, config.k_min))
-        metrics[name]["screened_share"] = rep["meta"]["n_screened"] / rep["meta"]["n_conversations"]
-        if name == "oracle":
-            metrics["private"] = _privacy_metrics(rep, out, truth.canaries, config.k_min)
-            extras["oracle_report_clusters"] = {k: v for k, v in rep["clusters"].items()
-                                                if k != "published"}
-        if name == "tfidf":
-            extras["tfidf_severe_one_in_n"] = {a: rep["prevalence"][a]["severe"]["one_in_n"]
-                                               for a in AXES}
-    rep, _ = pipe("null_tfidf", tfidf, null_path, protect, truth_null.expected)
-    metrics["null_tfidf"] = _stat_metrics(rep, truth_null.expected)
-    for name, priv in (("no_protection", PrivacyConfig.off(n_quotes=config.n_quotes)),
-                       ("no_threshold", PrivacyConfig(k_min=1, n_quotes=config.n_quotes)),
-                       ("no_scrub", PrivacyConfig(scrub_pii=False, k_min=config.k_min,
-                                                  n_quotes=config.n_quotes)),
-                       ("no_auditor", PrivacyConfig(k_min=config.k_min, min_auditor_score=1,
-                                                    n_quotes=config.n_quotes))):
-        rep, out = pipe(name, oracle, planted_path, priv, truth.expected)
-        metrics[name] = _privacy_metrics(rep, out, truth.canaries, config.k_min)
-    true_max = y_held.max(1, keepdims=True)
-    for name, clf in (("tfidf", tfidf), ("shuffled", shuffled), ("majority", _Constant())):
-        pred = clf.classify(held_c)
-        ag = agreement(pred.max(1, keepdims=True), true_max)
-        rel = y_held.max(1) > 0
-        axis_ok = float(np.mean(pred[rel].argmax(1) == y_held[rel].argmax(1)))
-        metrics.setdefault(name, {}).update({"within_one": ag["within_one"], "exact": ag["exact"],
-                                             "kappa": ag["kappa_quadratic"],
-                                             "balanced_recall": ag["balanced_recall"],
-                                             "axis_accuracy": axis_ok})
+    with phase("pipeline"):
+        for name, clf in (("tfidf", tfidf), ("oracle", oracle), ("shuffled", shuffled)):
+            rep, out = pipe(name, clf, planted_path, protect, truth.expected)
+            metrics[name] = _stat_metrics(rep, truth.expected)
+            metrics[name].update(_privacy_metrics(rep, out, truth.canaries, config.k_min))
+            metrics[name]["screened_share"] = rep["meta"]["n_screened"] / rep["meta"]["n_conversations"]
+            if name == "oracle":
+                metrics["private"] = _privacy_metrics(rep, out, truth.canaries, config.k_min)
+                extras["oracle_report_clusters"] = {k: v for k, v in rep["clusters"].items()
+                                                    if k != "published"}
+            if name == "tfidf":
+                extras["tfidf_severe_one_in_n"] = {a: rep["prevalence"][a]["severe"]["one_in_n"]
+                                                   for a in AXES}
+        rep, _ = pipe("null_tfidf", tfidf, null_path, protect, truth_null.expected)
+        metrics["null_tfidf"] = _stat_metrics(rep, truth_null.expected)
+    with phase("ablations"):
+        for name, priv in (("no_protection", PrivacyConfig.off(n_quotes=config.n_quotes)),
+                           ("no_threshold", PrivacyConfig(k_min=1, n_quotes=config.n_quotes)),
+                           ("no_scrub", PrivacyConfig(scrub_pii=False, k_min=config.k_min,
+                                                      n_quotes=config.n_quotes)),
+                           ("no_auditor", PrivacyConfig(k_min=config.k_min, min_auditor_score=1,
+                                                        n_quotes=config.n_quotes))):
+            rep, out = pipe(name, oracle, planted_path, priv, truth.expected)
+            metrics[name] = _privacy_metrics(rep, out, truth.canaries, config.k_min)
+    with phase("eval"):
+        true_max = y_held.max(1, keepdims=True)
+        for name, clf in (("tfidf", tfidf), ("shuffled", shuffled), ("majority", _Constant())):
+            pred = clf.classify(held_c)
+            ag = agreement(pred.max(1, keepdims=True), true_max)
+            rel = y_held.max(1) > 0
+            axis_ok = float(np.mean(pred[rel].argmax(1) == y_held[rel].argmax(1)))
+            metrics.setdefault(name, {}).update({"within_one": ag["within_one"], "exact": ag["exact"],
+                                                 "kappa": ag["kappa_quadratic"],
+                                                 "balanced_recall": ag["balanced_recall"],
+                                                 "axis_accuracy": axis_ok})
     return SeedOutput(metrics=metrics, extras=extras)
 
 

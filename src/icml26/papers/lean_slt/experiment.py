@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
+from icml26.core.progress import phase
 from icml26.harness import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -286,31 +287,36 @@ def run(config: Config, seed: int) -> SeedOutput:
     tuning: dict = {}
     table = []
     with threadpool_limits(1):
-        results = run_catalogue(rng, config.n_mc)
-        for key, (chk, ctl) in results.items():
-            metrics[_arm(key)] = _row_metrics(chk)
-            metrics[_mutated(key)] = _row_metrics(ctl)
-            table.append({"key": key, "lean_name": THEOREMS[key].lean_name, "result": chk.verdict_text,
-                          "tightness": min(chk.tightness, 1e300), "max_excess": chk.max_excess,
-                          "mutated": ctl.verdict_text, "can_fail": THEOREMS[key].can_fail})
-        for arm, idx in ((CAT_FORMAL, 0), (CAT_MUTATED, 1)):
-            rows = [r[idx] for r in results.values()]
-            # resolution over the rows that can fail (T02 is a witness: it resolves nothing)
-            res = [r[idx].resolution for k, r in results.items() if THEOREMS[k].can_fail]
-            metrics[arm] = {"rows_violated": float(sum(r.violated for r in rows)), "rows": float(len(rows)),
-                            "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6)),
-                            "worst_resolution": float(min(max(res), 1e6))}
-        # issue 47: the library mutants, each against the rows that call the mutated function
-        ms = mutation_score(np.random.default_rng(10_000 + seed), config.mutation_n_mc)
-        for key, row in ms["rows"].items():
-            metrics[_arm(key)].update({"mutants_caught": float(row["caught"]), "mutants_total": float(row["total"]),
-                                       "mutants_caught_by_inequality": float(row["caught_by_inequality"])})
-        metrics[CAT_FORMAL].update({"mutation_score": ms["score"], "mutants_caught": float(ms["caught"]),
-                                    "mutants_total": float(ms["total"]),
-                                    "mutation_score_inequality_only": ms["score_inequality_only"]})
-        _dudley(metrics)
-        _least_squares(config, rng, metrics)
-        _sparse(config, rng, metrics, tuning)
+        with phase("catalogue"):
+            results = run_catalogue(rng, config.n_mc)
+            for key, (chk, ctl) in results.items():
+                metrics[_arm(key)] = _row_metrics(chk)
+                metrics[_mutated(key)] = _row_metrics(ctl)
+                table.append({"key": key, "lean_name": THEOREMS[key].lean_name, "result": chk.verdict_text,
+                              "tightness": min(chk.tightness, 1e300), "max_excess": chk.max_excess,
+                              "mutated": ctl.verdict_text, "can_fail": THEOREMS[key].can_fail})
+            for arm, idx in ((CAT_FORMAL, 0), (CAT_MUTATED, 1)):
+                rows = [r[idx] for r in results.values()]
+                # resolution over the rows that can fail (T02 is a witness: it resolves nothing)
+                res = [r[idx].resolution for k, r in results.items() if THEOREMS[k].can_fail]
+                metrics[arm] = {"rows_violated": float(sum(r.violated for r in rows)), "rows": float(len(rows)),
+                                "worst_excess": float(np.clip(max(r.max_excess for r in rows), -1e6, 1e6)),
+                                "worst_resolution": float(min(max(res), 1e6))}
+        with phase("mutation"):
+            # issue 47: the library mutants, each against the rows that call the mutated function
+            ms = mutation_score(np.random.default_rng(10_000 + seed), config.mutation_n_mc)
+            for key, row in ms["rows"].items():
+                metrics[_arm(key)].update({"mutants_caught": float(row["caught"]), "mutants_total": float(row["total"]),
+                                           "mutants_caught_by_inequality": float(row["caught_by_inequality"])})
+            metrics[CAT_FORMAL].update({"mutation_score": ms["score"], "mutants_caught": float(ms["caught"]),
+                                        "mutants_total": float(ms["total"]),
+                                        "mutation_score_inequality_only": ms["score_inequality_only"]})
+        with phase("dudley"):
+            _dudley(metrics)
+        with phase("least_squares"):
+            _least_squares(config, rng, metrics)
+        with phase("sparse"):
+            _sparse(config, rng, metrics, tuning)
     return SeedOutput(metrics=metrics, extras={"catalogue": table, "mutation": ms}, tuning=tuning)
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icml26.core.progress import phase
 from icml26.harness import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
@@ -451,10 +452,13 @@ def run(config: Config, seed: int) -> SeedOutput:
     metrics: dict[str, dict[str, float]] = {a: {} for a in ARMS}
     tuning: dict = {}
     extras: dict = {}
-    for arm, vals in _e1(config, np.random.default_rng([seed, 1])).items():
-        metrics[arm].update(vals)
-    _e2(config, np.random.default_rng([seed, 2]), metrics, tuning, extras)
-    _e3(config, np.random.default_rng([seed, 3]), metrics, tuning, extras)
+    with phase("divergences"):
+        for arm, vals in _e1(config, np.random.default_rng([seed, 1])).items():
+            metrics[arm].update(vals)
+    with phase("double_integrator"):
+        _e2(config, np.random.default_rng([seed, 2]), metrics, tuning, extras)
+    with phase("cartpole"):
+        _e3(config, np.random.default_rng([seed, 3]), metrics, tuning, extras)
     del rng
     return SeedOutput(metrics=metrics, extras=extras, tuning=tuning)
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from icml26.core.progress import phase
 from icml26.harness import Claim, ExperimentConfig, SeedOutput
 from icml26.harness.claims import (
     INCONCLUSIVE,
@@ -301,65 +302,69 @@ def run(config: Config, seed: int) -> SeedOutput:
             out["scan_learn"] = record(family, inst, "scan_learn", res, pa, feasible)
         return out
 
-    # 1. planted sweep (queries vs n, m, K); every family is also a regime of the randomization claim
-    names = iter(name for name, _, _ in regime_families(config))
-    regimes: dict[str, dict[str, dict[str, Any]]] = {}
-    for m in config.sweep_m:
-        for K in config.sweep_K:
-            for n in config.sweep_n:
-                regimes[next(names)] = standard("sweep", planted_feasible(n, m, K, rng))
-    # 2. head-to-head planted, planted infeasible, nested adversarial, nested only
-    h2h = standard("h2h", planted_feasible(config.h2h_n, config.h2h_m, config.h2h_K, rng), True)
-    inf_pair = standard("infeasible", planted_infeasible(config.infeasible_n, config.infeasible_m,
-                                                         config.infeasible_K, rng), True)
-    inf_rej = standard("infeasible", planted_infeasible(config.infeasible_n, config.infeasible_m,
-                                                        config.infeasible_K, rng, kind="reject_all"))
-    nb = config.nested_b
-    nested = standard("nested", nested_adversarial(nb, config.nested_n - nb, 3, config.nested_K), True)
-    nested_exact = nested["alg2"]["ver"] == nested_verification(config.nested_n, nb)
-    only = standard("nested_only", nested_adversarial(config.nested_only_b, 0, 3, config.nested_only_K))
-    for out in (h2h, inf_pair, inf_rej, nested, only):
-        regimes[next(names)] = out
-    # 3. lower-bound families
-    lb_rows: list[tuple[str, dict[str, Any]]] = []
-    for n in config.lb_n:
-        for _ in range(config.lb_reps):
-            inst = singleton_family(n, config.lb_m, config.lb_n_K, rng)
-            for arm, row in standard("lb_n", inst).items():
-                row["lower"] = thm41_lower(n, config.lb_m, config.lb_n_K)
-                lb_rows.append((arm, row))
-    for K in config.lb_K:
-        for _ in range(config.lb_reps):
-            inst = singleton_family(config.lb_K_n, config.lb_m, K, rng)
-            for arm, row in standard("lb_K", inst).items():
-                row["lower"] = thm41_lower(config.lb_K_n, config.lb_m, K)
-                lb_rows.append((arm, row))
-    one_agent: dict[str, list[dict[str, Any]]] = {}
-    for inst in one_agent_family(config.lb_m, config.lb_n_K):
-        for arm, row in standard("one_agent", inst).items():
-            one_agent.setdefault(arm, []).append(row)
-    # 4. advice (Theorem 5.1) and lottery advice (ours)
-    inst = planted_feasible(config.advice_n, config.advice_m, config.advice_K, rng)
-    feasible, xstar, _ = exact_feasibility(inst)
-    n, m, K = inst.n, inst.m, inst.K
-    adv: dict[str, dict[str, Any]] = {}
-    orders = {"advice_index": None, "advice_basis": basis_first(inst),
-              "advice_reversed": list(range(n))[::-1],
-              "advice_random": [int(i) for i in rng.permutation(n)]}
-    for f in config.advice_f:
-        orders[f"advice_f{int(round(100 * f))}"] = basis_at(inst, f)
-    for arm, sigma in orders.items():
-        res, pa = _run(lambda o, s=sigma: deterministic(o) if s is None else with_order_advice(o, s), inst)
-        R = res.n_learned
-        adv[arm] = record("advice", inst, arm, res, pa, feasible, thm51_envelope(n, m, K, R), R=R)
-        adv[arm]["within_thm33"] = res.n_queries <= thm33_envelope(n, m, K)
-    for eta in config.advice_eta:
-        xh = perturbed_lottery(xstar, eta, rng, K)
-        res, pa = _run(lambda o, x=xh: with_lottery_advice(o, x), inst)
-        R = res.n_learned
-        env = n + (thm51_envelope(n, m, K, R) if res.n_queries > n or R > 0 else 0)
-        adv[f"lottery_eta{eta:g}"] = record("advice", inst, f"lottery_eta{eta:g}", res, pa, feasible,
-                                            env, R=R, eta=eta)
+    with phase("sweep"):
+        # 1. planted sweep (queries vs n, m, K); every family is also a regime of the randomization claim
+        names = iter(name for name, _, _ in regime_families(config))
+        regimes: dict[str, dict[str, dict[str, Any]]] = {}
+        for m in config.sweep_m:
+            for K in config.sweep_K:
+                for n in config.sweep_n:
+                    regimes[next(names)] = standard("sweep", planted_feasible(n, m, K, rng))
+    with phase("head_to_head"):
+        # 2. head-to-head planted, planted infeasible, nested adversarial, nested only
+        h2h = standard("h2h", planted_feasible(config.h2h_n, config.h2h_m, config.h2h_K, rng), True)
+        inf_pair = standard("infeasible", planted_infeasible(config.infeasible_n, config.infeasible_m,
+                                                             config.infeasible_K, rng), True)
+        inf_rej = standard("infeasible", planted_infeasible(config.infeasible_n, config.infeasible_m,
+                                                            config.infeasible_K, rng, kind="reject_all"))
+        nb = config.nested_b
+        nested = standard("nested", nested_adversarial(nb, config.nested_n - nb, 3, config.nested_K), True)
+        nested_exact = nested["alg2"]["ver"] == nested_verification(config.nested_n, nb)
+        only = standard("nested_only", nested_adversarial(config.nested_only_b, 0, 3, config.nested_only_K))
+        for out in (h2h, inf_pair, inf_rej, nested, only):
+            regimes[next(names)] = out
+    with phase("lower_bounds"):
+        # 3. lower-bound families
+        lb_rows: list[tuple[str, dict[str, Any]]] = []
+        for n in config.lb_n:
+            for _ in range(config.lb_reps):
+                inst = singleton_family(n, config.lb_m, config.lb_n_K, rng)
+                for arm, row in standard("lb_n", inst).items():
+                    row["lower"] = thm41_lower(n, config.lb_m, config.lb_n_K)
+                    lb_rows.append((arm, row))
+        for K in config.lb_K:
+            for _ in range(config.lb_reps):
+                inst = singleton_family(config.lb_K_n, config.lb_m, K, rng)
+                for arm, row in standard("lb_K", inst).items():
+                    row["lower"] = thm41_lower(config.lb_K_n, config.lb_m, K)
+                    lb_rows.append((arm, row))
+        one_agent: dict[str, list[dict[str, Any]]] = {}
+        for inst in one_agent_family(config.lb_m, config.lb_n_K):
+            for arm, row in standard("one_agent", inst).items():
+                one_agent.setdefault(arm, []).append(row)
+    with phase("advice"):
+        # 4. advice (Theorem 5.1) and lottery advice (ours)
+        inst = planted_feasible(config.advice_n, config.advice_m, config.advice_K, rng)
+        feasible, xstar, _ = exact_feasibility(inst)
+        n, m, K = inst.n, inst.m, inst.K
+        adv: dict[str, dict[str, Any]] = {}
+        orders = {"advice_index": None, "advice_basis": basis_first(inst),
+                  "advice_reversed": list(range(n))[::-1],
+                  "advice_random": [int(i) for i in rng.permutation(n)]}
+        for f in config.advice_f:
+            orders[f"advice_f{int(round(100 * f))}"] = basis_at(inst, f)
+        for arm, sigma in orders.items():
+            res, pa = _run(lambda o, s=sigma: deterministic(o) if s is None else with_order_advice(o, s), inst)
+            R = res.n_learned
+            adv[arm] = record("advice", inst, arm, res, pa, feasible, thm51_envelope(n, m, K, R), R=R)
+            adv[arm]["within_thm33"] = res.n_queries <= thm33_envelope(n, m, K)
+        for eta in config.advice_eta:
+            xh = perturbed_lottery(xstar, eta, rng, K)
+            res, pa = _run(lambda o, x=xh: with_lottery_advice(o, x), inst)
+            R = res.n_learned
+            env = n + (thm51_envelope(n, m, K, R) if res.n_queries > n or R > 0 else 0)
+            adv[f"lottery_eta{eta:g}"] = record("advice", inst, f"lottery_eta{eta:g}", res, pa, feasible,
+                                                env, R=R, eta=eta)
 
     # ---- metrics ----------------------------------------------------------------------------
     metrics: dict[str, dict[str, float]] = {}

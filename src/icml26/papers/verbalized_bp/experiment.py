@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from icml26.core.llm import resolve_chat_model
+from icml26.core.progress import phase
 from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -176,63 +177,65 @@ def run(config: Config, seed: int) -> SeedOutput:
         base_kw = {"start": start, "n_proposals": budget, "n_episodes": config.n_train,
                    "seed": train_seed, "reader": reader}
         no_commit = SenderPrompt(1.0, 0.0, commit=False)
-        # arm -> (search result or None, sender, receiver, receiver kind, leak, obfuscation allowed,
-        #         record size)
-        searches = {
-            "loop": (find_equilibrium(sc, sender, bayes, proposer, start=start, **loop_kw),
-                     sender, bayes, "bayes", config.leak, True, 0),
-            "loop_credulous": (find_equilibrium(sc, sender, credulous, proposer, start=start, **loop_kw),
-                               sender, credulous, "credulous", config.leak, True, 0),
-            "random_search": (random_search(sc, sender, bayes, **base_kw),
-                              sender, bayes, "bayes", config.leak, True, 0),
-            "random_prior": (random_search(sc, sender, bayes, prior="loop", **base_kw),
-                             sender, bayes, "bayes", config.leak, True, 0),
-            "lie_grid": (grid_search(sc, sender, bayes, **base_kw),
+        with phase("search"):
+            # arm -> (search result or None, sender, receiver, receiver kind, leak, obfuscation allowed,
+            #         record size)
+            searches = {
+                "loop": (find_equilibrium(sc, sender, bayes, proposer, start=start, **loop_kw),
                          sender, bayes, "bayes", config.leak, True, 0),
-            "loop_shuffled": (find_equilibrium(sc, sender, bayes, proposer, start=start,
-                                               shuffle_feedback=True, **loop_kw),
-                              sender, bayes, "bayes", config.leak, True, 0),
-            "no_commitment": (find_equilibrium(sc, sender, bayes, proposer, start=no_commit,
-                                               n_record=config.n_record, **loop_kw),
-                              sender, bayes, "record", config.leak, True, config.n_record),
-            "no_obfuscation": (find_equilibrium(sc, sender, bayes, proposer, start=start,
-                                                allow_obfuscate=False, **loop_kw),
-                               sender, bayes, "bayes", config.leak, False, 0),
-            "no_obfuscation_lowleak": (find_equilibrium(sc, sender_low, bayes_low, proposer, start=start,
-                                                        allow_obfuscate=False, **loop_kw),
-                                       sender_low, bayes_low, "bayes", config.low_leak, False, 0),
-            "full_disclosure": (None, sender, bayes, "bayes", config.leak, True, 0),
-        }
-        eval_rng = np.random.default_rng([seed, si, 1])
-        good = eval_rng.random(config.n_eval) < sc.prior_good
-        eval_seeds = eval_rng.integers(0, 2**31 - 1, size=config.n_eval)
-        record_seed = int(eval_rng.integers(2**31 - 1))
-        n_dev = min(config.n_eval, 200)
-        found_prompts = {}
-        for arm, (res, snd, rcv, kind, leak, allow_obf, n_rec) in searches.items():
-            prompt = res.best if res is not None else start
-            found_prompts[arm] = prompt.to_dict()
-            ep = play(sc, prompt, snd, rcv, good, eval_seeds, n_record=n_rec, record_seed=record_seed,
-                      reader=reader)
-            if "receiver" in live and kind != "credulous":
-                # every metric from the played game: the LLM receiver is not the exact evaluator
-                exact = ep.sender_value
-                gain, _ = played_deviation_gain(sc, prompt, snd, rcv, good[:n_dev], eval_seeds[:n_dev],
-                                                allow_obfuscate=allow_obf, reader=reader, n_record=n_rec,
-                                                record_seed=record_seed)
-            else:
-                exact = exact_outcome(sc, prompt, leak=leak, receiver=kind)["value"]
-                gain, _ = sender_deviation_gain(sc, prompt, leak=leak, receiver=kind,
-                                                allow_obfuscate=allow_obf)
-            m = {"value": ep.sender_value, "lie_rate": ep.praise_rate(False), "honest_rate": ep.praise_rate(True),
-                 "receiver_value": ep.receiver_value, "exact_value": exact, "regret": th["value"] - exact,
-                 "sender_gain": gain, "receiver_gain": receiver_deviation_gain(sc, prompt, ep, leak=leak)}
-            metrics[arm].update({f"{name}_{k}": v for k, v in m.items()})
-            if res is not None:
-                tuning[f"{arm}@{name}"] = Tuned(
-                    chosen=prompt.to_dict(), val_score=res.best_score, scores=(),
-                    grid_size=res.n_proposals, budget={"proposals": res.n_proposals,
-                                                       "train_episodes": res.episodes})
+                "loop_credulous": (find_equilibrium(sc, sender, credulous, proposer, start=start, **loop_kw),
+                                   sender, credulous, "credulous", config.leak, True, 0),
+                "random_search": (random_search(sc, sender, bayes, **base_kw),
+                                  sender, bayes, "bayes", config.leak, True, 0),
+                "random_prior": (random_search(sc, sender, bayes, prior="loop", **base_kw),
+                                 sender, bayes, "bayes", config.leak, True, 0),
+                "lie_grid": (grid_search(sc, sender, bayes, **base_kw),
+                             sender, bayes, "bayes", config.leak, True, 0),
+                "loop_shuffled": (find_equilibrium(sc, sender, bayes, proposer, start=start,
+                                                   shuffle_feedback=True, **loop_kw),
+                                  sender, bayes, "bayes", config.leak, True, 0),
+                "no_commitment": (find_equilibrium(sc, sender, bayes, proposer, start=no_commit,
+                                                   n_record=config.n_record, **loop_kw),
+                                  sender, bayes, "record", config.leak, True, config.n_record),
+                "no_obfuscation": (find_equilibrium(sc, sender, bayes, proposer, start=start,
+                                                    allow_obfuscate=False, **loop_kw),
+                                   sender, bayes, "bayes", config.leak, False, 0),
+                "no_obfuscation_lowleak": (find_equilibrium(sc, sender_low, bayes_low, proposer, start=start,
+                                                            allow_obfuscate=False, **loop_kw),
+                                           sender_low, bayes_low, "bayes", config.low_leak, False, 0),
+                "full_disclosure": (None, sender, bayes, "bayes", config.leak, True, 0),
+            }
+        with phase("eval"):
+            eval_rng = np.random.default_rng([seed, si, 1])
+            good = eval_rng.random(config.n_eval) < sc.prior_good
+            eval_seeds = eval_rng.integers(0, 2**31 - 1, size=config.n_eval)
+            record_seed = int(eval_rng.integers(2**31 - 1))
+            n_dev = min(config.n_eval, 200)
+            found_prompts = {}
+            for arm, (res, snd, rcv, kind, leak, allow_obf, n_rec) in searches.items():
+                prompt = res.best if res is not None else start
+                found_prompts[arm] = prompt.to_dict()
+                ep = play(sc, prompt, snd, rcv, good, eval_seeds, n_record=n_rec, record_seed=record_seed,
+                          reader=reader)
+                if "receiver" in live and kind != "credulous":
+                    # every metric from the played game: the LLM receiver is not the exact evaluator
+                    exact = ep.sender_value
+                    gain, _ = played_deviation_gain(sc, prompt, snd, rcv, good[:n_dev], eval_seeds[:n_dev],
+                                                    allow_obfuscate=allow_obf, reader=reader, n_record=n_rec,
+                                                    record_seed=record_seed)
+                else:
+                    exact = exact_outcome(sc, prompt, leak=leak, receiver=kind)["value"]
+                    gain, _ = sender_deviation_gain(sc, prompt, leak=leak, receiver=kind,
+                                                    allow_obfuscate=allow_obf)
+                m = {"value": ep.sender_value, "lie_rate": ep.praise_rate(False), "honest_rate": ep.praise_rate(True),
+                     "receiver_value": ep.receiver_value, "exact_value": exact, "regret": th["value"] - exact,
+                     "sender_gain": gain, "receiver_gain": receiver_deviation_gain(sc, prompt, ep, leak=leak)}
+                metrics[arm].update({f"{name}_{k}": v for k, v in m.items()})
+                if res is not None:
+                    tuning[f"{arm}@{name}"] = Tuned(
+                        chosen=prompt.to_dict(), val_score=res.best_score, scores=(),
+                        grid_size=res.n_proposals, budget={"proposals": res.n_proposals,
+                                                           "train_episodes": res.episodes})
         curves = {}
         for arm in ("loop", "random_search", "random_prior", "lie_grid", "loop_shuffled"):
             hist = searches[arm][0].history
