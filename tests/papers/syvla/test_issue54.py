@@ -69,3 +69,24 @@ def test_render_cache_equals_a_fresh_render_when_objects_move():
     assert moved
     env.obj[0, 0] = (0.5, 0.5)  # moved from outside the env: the next frame shows it
     assert np.array_equal(env._render(), _fresh_frame(env))
+
+
+def test_seeded_draws_are_remembered_and_leave_the_env_as_a_fresh_draw():
+    from icml26.papers.syvla import env as env_mod
+
+    env_mod._DRAWS.clear()
+    a = Tabletop2DEnv(16, "ood_visual", 0, task="touch")
+    obs_a, _ = a.reset(seed=123, group_size=4)
+    state_a = a.rng.bit_generator.state
+    b = Tabletop2DEnv(16, "ood_visual", 9, task="touch")
+    obs_b, _ = b.reset(seed=123, group_size=4)  # a hit
+    assert b.scenes == a.scenes and np.array_equal(obs_a["image"], obs_b["image"])
+    assert b.rng.bit_generator.state == state_a
+    rng = np.random.default_rng(123)
+    fresh = [env_mod.sample_scene(rng, "ood_visual", task="touch") for _ in range(4)]
+    assert [s.instruction() for s in fresh] == [a.scenes[4 * i].instruction() for i in range(4)]
+    assert all(np.array_equal(f.pos, s.pos) for f, s in zip(fresh, a.scenes[::4], strict=True))
+    assert rng.bit_generator.state == state_a
+    c = Tabletop2DEnv(16, "id", 0, task="touch")
+    c.reset(seed=123, group_size=4)  # another split: its own draw
+    assert c.scenes[0] is not a.scenes[0]

@@ -94,17 +94,23 @@ def _dist(p: np.ndarray, q: np.ndarray) -> float:
     return np.sqrt(d.dot(d))
 
 
+# target combinations and distractor shapes per colour, for ood_visual (True) and the other splits (False):
+# targets on ood_visual are the held-out combinations, elsewhere never; distractors: any shape on ood_visual,
+# elsewhere never a held-out combination (ID never shows one)
+_TARGETS = {v: [(c, sh) for c in COLORS for sh in SHAPES if ((c, sh) in HELDOUT_COMBOS) == v] for v in (False, True)}
+_DISTRACTOR_SHAPES = {v: {c: [sh for sh in SHAPES if v or (c, sh) not in HELDOUT_COMBOS] for c in COLORS}
+                      for v in (False, True)}
+
+
 def sample_scene(rng: np.random.Generator, split: str = "id", *, task: str | None = None) -> Scene:
     """Draw a scene for ``split`` (see module doc)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     n = N_OBJ + (1 if split == "ood_visual" else 0)
-    combos = [(c, sh) for c in COLORS for sh in SHAPES if ((c, sh) in HELDOUT_COMBOS) == (split == "ood_visual")]
+    combos, ok = _TARGETS[split == "ood_visual"], _DISTRACTOR_SHAPES[split == "ood_visual"]
     tc, ts = combos[int(rng.integers(0, len(combos)))]
     others = [c for c in COLORS if c != tc]
     colors = [tc] + [others[i] for i in rng.choice(len(others), size=n - 1, replace=False)]
-    # distractors: any shape on ood_visual; elsewhere never a held-out combination (ID never shows one)
-    ok = {c: [sh for sh in SHAPES if split == "ood_visual" or (c, sh) not in HELDOUT_COMBOS] for c in COLORS}
     shapes = [ts] + [ok[c][int(rng.integers(0, len(ok[c])))] for c in colors[1:]]
     pts: list = []
     while len(pts) < n + 2:  # objects then zones, pairwise >= 0.2 apart (sequential rejection)
@@ -149,6 +155,9 @@ def render_static(scene: Scene) -> np.ndarray:
     return img
 
 
+_DRAWS: dict = {}  # (split, task, seed, n) -> (scenes, generator state after the draw): see Tabletop2DEnv._draw
+
+
 class Tabletop2DEnv:
     """Batched Tabletop2D: ``reset() -> (obs, info)``, ``step(actions) -> (obs, reward, terminated, truncated,
     info)`` with gymnasium VectorEnv semantics except that finished episodes stay finished (no autoreset) until
@@ -173,6 +182,23 @@ class Tabletop2DEnv:
         self.scenes: list[Scene] = []
         self._layer, self._layer_obj = None, None
 
+    def _draw(self, seed, n: int) -> list[Scene]:
+        """``n`` scenes from ``self.rng``. After a seeded reset the draw is remembered per (split, task, seed,
+        n) with the generator's state after it (issue 54: every arm is evaluated on the same seeded episodes,
+        so each seeded set is drawn once per process; a hit leaves the env exactly as a fresh draw does).
+        Scenes are never modified after the draw (the env copies what it changes)."""
+        key = (self.split, self.task, int(seed), n) if isinstance(seed, (int, np.integer)) else None
+        hit = _DRAWS.get(key) if key is not None else None
+        if hit is not None:
+            self.rng.bit_generator.state = hit[1]
+            return hit[0]
+        base = [sample_scene(self.rng, self.split, task=self.task) for _ in range(n)]
+        if key is not None:
+            if len(_DRAWS) >= 256:
+                _DRAWS.clear()
+            _DRAWS[key] = (base, self.rng.bit_generator.state)
+        return base
+
     def reset(self, seed: int | None = None, *, group_size: int = 1, scenes: list[Scene] | None = None):
         """New episodes; ``group_size`` G repeats each drawn scene G times (GRPO-style groups)."""
         if seed is not None:
@@ -181,8 +207,7 @@ class Tabletop2DEnv:
         if scenes is None:
             if self.num_envs % g:
                 raise ValueError(f"num_envs={self.num_envs} must be divisible by group_size={g}")
-            base = [sample_scene(self.rng, self.split, task=self.task) for _ in range(self.num_envs // g)]
-            scenes = [s for s in base for _ in range(g)]
+            scenes = [s for s in self._draw(seed, self.num_envs // g) for _ in range(g)]
         if len(scenes) != self.num_envs:
             raise ValueError(f"need {self.num_envs} scenes, got {len(scenes)}")
         self.scenes = scenes

@@ -221,7 +221,7 @@ class SSGRLTrainer:
     def __init__(self, policy, env, demo: dict, config: SSGRLConfig, seed: int = 0) -> None:
         self.policy, self.env, self.demo, self.cfg, self.seed = policy, env, demo, config, seed
         self.buffer = SimilarSampleBuffer(demo["key"], k=config.k, seed=seed, metric="euclidean")
-        self.opt = torch.optim.Adam(policy.expert.parameters(), lr=config.lr)
+        self.opt = torch.optim.Adam(policy.expert.parameters(), lr=config.lr, foreach=True)
         self.gen = torch.Generator().manual_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.history: list = []
