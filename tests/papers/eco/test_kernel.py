@@ -22,16 +22,18 @@ E5M2 = QuantSpec("fp8_e5m2", "channel", scale_kind="e8m0")
 
 
 def _model(seed: int = 0) -> nn.Module:
-    # row lengths 15 (odd: the chunked kernel path under SR), 32 (two layers: one shared bucket)
-    # and 33; scales from tiny to large gradients over the steps
+    # row lengths 15 (odd: the chunked kernel path under SR), 32 (two layers: one shared bucket),
+    # 33 and 38 (not multiples of 8: the 8-wide kernel's row tails); scales from tiny to large
+    # gradients over the steps
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(15, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
-                         nn.Linear(32, 33), nn.Tanh(), nn.Linear(33, 4))
+                         nn.Linear(32, 33), nn.Tanh(), nn.Linear(33, 38), nn.Tanh(), nn.Linear(38, 4))
 
 
 def _run(enabled: bool, spec: QuantSpec, rounding: str, ef: bool, wd: float, steps: int = 12,
-         lr: float = 3e-3):
+         lr: float = 3e-3, simd: bool = True):
     _kernel.set_enabled(enabled)
+    _kernel.set_simd(simd)
     try:
         m = _model()
         gen = torch.Generator().manual_seed(123)
@@ -48,6 +50,7 @@ def _run(enabled: bool, spec: QuantSpec, rounding: str, ef: bool, wd: float, ste
         return m, opt, gen
     finally:
         _kernel.set_enabled(True)
+        _kernel.set_simd(True)
 
 
 def _state(m: nn.Module, opt: ECOAdamW) -> list[torch.Tensor]:
@@ -63,11 +66,12 @@ def _state(m: nn.Module, opt: ECOAdamW) -> list[torch.Tensor]:
     return out
 
 
+@pytest.mark.parametrize("simd", [True, False], ids=["8wide", "portable"])
 @pytest.mark.parametrize("spec", [FP8, E5M2], ids=["e4m3", "e5m2"])
 @pytest.mark.parametrize("rounding,ef,wd", [("stochastic", True, 0.1), ("nearest", True, 0.0),
                                             ("stochastic", False, 0.0), ("nearest", False, 0.1)])
-def test_kernel_step_is_bit_identical_to_the_eager_step(spec, rounding, ef, wd):
-    a, oa, ga = _run(True, spec, rounding, ef, wd)
+def test_kernel_step_is_bit_identical_to_the_eager_step(spec, rounding, ef, wd, simd):
+    a, oa, ga = _run(True, spec, rounding, ef, wd, simd=simd)
     b, ob, gb = _run(False, spec, rounding, ef, wd)
     sa, sb = _state(a, oa), _state(b, ob)
     assert len(sa) == len(sb)
@@ -80,7 +84,7 @@ def test_kernel_sr_path_is_used_for_even_rows_and_the_chunked_path_for_odd_rows(
     """Both kernel entry points run in the test above: eco_step (even row length) and the
     chunked eco_moments/eco_update pair (odd row length under SR)."""
     lib = _kernel.kernel()
-    calls = {"eco_step": 0, "eco_update": 0}
+    calls = {"eco_step": 0, "eco_step8": 0, "eco_update": 0}
 
     class Spy:
         def __getattr__(self, name):
@@ -101,7 +105,7 @@ def test_kernel_sr_path_is_used_for_even_rows_and_the_chunked_path_for_odd_rows(
     m(x).pow(2).mean().backward()
     opt.step()
     if _kernel.sqrt_function() is not None and _kernel.mt_ok():
-        assert calls["eco_step"] >= 1
+        assert calls["eco_step8" if _kernel.simd() else "eco_step"] >= 1
     assert calls["eco_update"] >= 1
 
 
@@ -122,3 +126,33 @@ def test_gradient_with_nan_is_refused_by_the_kernel_check():
     m[2].weight.grad[3, 5] = float("inf")
     with pytest.raises(ValueError, match="NaN or infinite"):
         opt.step()
+
+
+def test_8wide_kernel_is_used_where_its_sqrt_self_test_passes():
+    """The 8-wide step runs exactly when the emulated sqrt matched the library on every input of
+    the self-test (three whole binades and samples of every exponent, rare lanes included)."""
+    _kernel.set_simd(True)
+    if _kernel.kernel().eco_simd() and _kernel.sqrt_function() is not None:
+        assert _kernel.sqrt_self_test() >= 0
+        assert _kernel.simd() == (_kernel.sqrt_self_test() == 0)
+    else:
+        assert not _kernel.simd()
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 4099])
+def test_emulated_sqrt_gives_torchs_bits(n):
+    if not _kernel.simd():
+        pytest.skip("no 8-wide kernel (or its self-test failed): the library sqrt is called")
+    gen = torch.Generator().manual_seed(n)
+    x = torch.rand(n, generator=gen) * torch.exp2(torch.randint(-149, 128, (n,), generator=gen).float())
+    x[::5] = 0.0
+    x[1::7] = torch.tensor(1e-45)  # subnormal
+    x[2::11] = torch.tensor(3.4e38)  # above the rare-lane bound
+    out = torch.empty(n)
+    _kernel.kernel().sqrt_emul(n, x.data_ptr(), out.data_ptr(), _kernel.sqrt_function(), _kernel.VML_MODE)
+    assert torch.equal(out.view(torch.int32), torch.sqrt(x).view(torch.int32))
+    # a block of 65536 values of one binade (none of them a rare lane)
+    y = torch.rand(1 << 16, generator=gen) + 1.0
+    out = torch.empty_like(y)
+    _kernel.kernel().sqrt_emul(y.numel(), y.data_ptr(), out.data_ptr(), _kernel.sqrt_function(), _kernel.VML_MODE)
+    assert torch.equal(out, torch.sqrt(y))

@@ -276,6 +276,360 @@ void eco_step(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, uin
     }
     if (gstate) mt_store(gstate, st, left, next);
 }
+
+/* ---- 8-wide path (AVX2 + FMA): the same arithmetic as above, 8 lanes at a time ---------- */
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ECO_SIMD 1
+#endif
+
+/* 1 when the 8-wide entry points below are compiled in and the CPU runs them */
+int eco_simd(void) {
+#ifdef ECO_SIMD
+#if defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 1;
+#endif
+#else
+    return 0;
+#endif
+}
+
+#ifdef ECO_SIMD
+typedef __m256 f8; typedef __m256i i8;
+#define LDF(p) _mm256_loadu_ps(p)
+#define STF(p, x) _mm256_storeu_ps(p, x)
+#define LDI(p) _mm256_loadu_si256((const __m256i *)(p))
+#define STI(p, x) _mm256_storeu_si256((__m256i *)(p), x)
+#define F1(x) _mm256_set1_ps(x)
+#define I1(x) _mm256_set1_epi32((int)(x))
+#define AS_I(x) _mm256_castps_si256(x)
+#define AS_F(x) _mm256_castsi256_ps(x)
+
+/* MKL's vmsSqrt (the routine behind torch.sqrt, HA mode) on 8 lanes: its rsqrtps + two
+   Newton-Raphson steps, no FMA (as disassembled from mkl_vml_kernel_sSqrt_EXHAynn). Lanes
+   outside [2^-100, 0x7f7ff000] (zero, subnormal, tiny, huge, inf, NaN, negative) get MKL's own
+   value: +0 for +0, the library call for the others. Only used after sqrt_emul_mismatch
+   found no difference to the library on this machine (self-test at first use). */
+static inline f8 sqrt8(f8 x, void *fn, long long mode) {
+    const f8 half = F1(0.5f);
+    f8 r = _mm256_rsqrt_ps(x);
+    f8 s = _mm256_mul_ps(x, r);
+    f8 h = _mm256_mul_ps(r, half);
+    f8 e = _mm256_sub_ps(half, _mm256_mul_ps(s, h));
+    f8 s1 = _mm256_add_ps(_mm256_mul_ps(s, e), s);
+    f8 h1 = _mm256_add_ps(_mm256_mul_ps(h, e), h);
+    f8 d = _mm256_sub_ps(x, _mm256_mul_ps(s1, s1));
+    f8 out = _mm256_add_ps(_mm256_mul_ps(d, h1), s1);
+    i8 t = _mm256_sub_epi32(AS_I(x), I1(27u << 23));
+    const i8 bound = I1(0x7f7ff000u - (27u << 23) + 1u);
+    i8 rare = _mm256_cmpeq_epi32(_mm256_max_epu32(t, bound), t);
+    if (__builtin_expect(!_mm256_testz_si256(rare, rare), 0)) {
+        float xa[8], ra[8]; STF(xa, x); STF(ra, out);
+        uint32_t rm[8]; STI(rm, rare);
+        for (int l = 0; l < 8; l++) {
+            if (!rm[l]) continue;
+            if (fb(xa[l]) == 0u) { ra[l] = 0.0f; continue; }
+            ((sqrt_fn_t)fn)(1, xa + l, ra + l, mode);
+        }
+        out = LDF(ra);
+    }
+    return out;
+}
+
+/* the emulation over an array (tested against the library by sqrt_emul_mismatch) */
+void sqrt_emul(int64_t n, const float *x, float *out, void *fn, long long mode) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) STF(out + i, sqrt8(LDF(x + i), fn, mode));
+    if (i < n) {
+        float a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, r[8];
+        memcpy(a, x + i, 4 * (n - i));
+        STF(r, sqrt8(LDF(a), fn, mode));
+        memcpy(out + i, r, 4 * (n - i));
+    }
+}
+
+/* bit patterns lo, lo + stride, ... < hi: how many differ between fn and the emulation */
+int64_t sqrt_emul_mismatch(void *fn, long long mode, uint64_t lo, uint64_t hi, uint64_t stride) {
+    enum { C = 4096 };
+    float a[C], r1[C], r2[C];
+    int64_t bad = 0;
+    uint64_t b = lo;
+    while (b < hi) {
+        int n = 0;
+        for (; n < C && b < hi; n++, b += stride) { uint32_t u = (uint32_t)b; memcpy(a + n, &u, 4); }
+        ((sqrt_fn_t)fn)(n, a, r1, mode);
+        sqrt_emul(n, a, r2, fn, mode);
+        for (int i = 0; i < n; i++) bad += fb(r1[i]) != fb(r2[i]);
+    }
+    return bad;
+}
+
+/* mt_twist with 8 lanes: in the first 227 words st[i + 397] is still old, after that the
+   words read (st[i - 227]) are at least 227 >= 8 behind the ones written */
+static void mt_twist8(uint32_t *st) {
+    const uint32_t A = 0x9908b0dfu, U = 0x80000000u, L = 0x7fffffffu;
+    const i8 vU = I1(U), vL = I1(L), vA = I1(A), one = I1(1), zero = _mm256_setzero_si256();
+    int i = 0;
+#define TW(OFF) do { \
+        i8 a = LDI(st + i), b = LDI(st + i + 1), c = LDI(st + i + (OFF)); \
+        i8 y = _mm256_or_si256(_mm256_and_si256(a, vU), _mm256_and_si256(b, vL)); \
+        i8 mag = _mm256_and_si256(_mm256_sub_epi32(zero, _mm256_and_si256(b, one)), vA); \
+        STI(st + i, _mm256_xor_si256(_mm256_xor_si256(c, _mm256_srli_epi32(y, 1)), mag)); \
+    } while (0)
+    for (; i + 8 <= 624 - 397; i += 8) TW(397);
+    for (; i < 624 - 397; i++) {
+        uint32_t y = (st[i] & U) | (st[i + 1] & L);
+        st[i] = st[i + 397] ^ (y >> 1) ^ ((st[i + 1] & 1u) ? A : 0u);
+    }
+    for (; i + 8 <= 623; i += 8) TW(397 - 624);
+#undef TW
+    for (; i < 623; i++) {
+        uint32_t y = (st[i] & U) | (st[i + 1] & L);
+        st[i] = st[i + 397 - 624] ^ (y >> 1) ^ ((st[i + 1] & 1u) ? A : 0u);
+    }
+    uint32_t y = (st[623] & U) | (st[0] & L);
+    st[623] = st[396] ^ (y >> 1) ^ ((st[0] & 1u) ? A : 0u);
+}
+
+static inline uint32_t temper(uint32_t y) {
+    y ^= (y >> 11);
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= (y >> 18);
+    return y;
+}
+
+/* mt_words with 8 lanes (same words) */
+static void mt_words8(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *out, int64_t n_words) {
+    int32_t left = *left_; uint64_t next = *next_;
+    int64_t i = 0;
+    const i8 m1 = I1(0x9d2c5680u), m2 = I1(0xefc60000u);
+    while (i < n_words) {
+        if (left == 1) { mt_twist8(st); left = 625; next = 0; }
+        int64_t take = left - 1;
+        if (take > n_words - i) take = n_words - i;
+        const uint32_t *src = st + next;
+        uint32_t *dst = out + i;
+        int64_t j = 0;
+        for (; j + 8 <= take; j += 8) {
+            i8 y = LDI(src + j);
+            y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 11));
+            y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 7), m1));
+            y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 15), m2));
+            y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 18));
+            STI(dst + j, y);
+        }
+        for (; j < take; j++) dst[j] = temper(src[j]);
+        i += take; left -= (int32_t)take; next += (uint64_t)take;
+    }
+    const i8 keep = _mm256_setr_epi32(-1, 0x7fffffff, -1, 0x7fffffff, -1, 0x7fffffff, -1, 0x7fffffff);
+    int64_t p = 0;
+    for (; p + 8 <= n_words; p += 8)
+        STI(out + p, _mm256_and_si256(_mm256_shuffle_epi32(LDI(out + p), 0xb1), keep));
+    for (; p + 1 < n_words; p += 2) {
+        uint32_t d1 = out[p], d2 = out[p + 1];
+        out[p] = d2; out[p + 1] = d1 & 0x7fffffffu;
+    }
+    *left_ = left; *next_ = next;
+}
+
+void mt_random_bits8(uint8_t *gstate, uint32_t *out, int64_t n_words) {
+    uint32_t st[624]; int32_t left; uint64_t next;
+    mt_load(gstate, st, &left, &next);
+    mt_words8(st, &left, &next, out, n_words);
+    mt_store(gstate, st, left, next);
+}
+
+/* FP8 constants of a format (as in eco_update) */
+typedef struct {
+    int mbits, ebits, bias, d;
+    f8 up, down, sub_thr, sub_unit, rscale;
+    i8 rmask, nrmask, emask, mmask, ebias, half_m1, qoff, lo8;
+    __m128i sh_m, sh_d, sh_mant;
+} fp8c;
+
+static inline fp8c fp8_consts(int mbits, int ebits, int bias) {
+    fp8c c;
+    int emin = 1 - bias;
+    c.mbits = mbits; c.ebits = ebits; c.bias = bias; c.d = 23 - mbits;
+    c.up = F1(ldexpf(1.0f, mbits - emin)); c.down = F1(ldexpf(1.0f, emin - mbits));
+    c.sub_thr = F1(ldexpf(1.0f, emin)); c.sub_unit = F1(ldexpf(1.0f, emin - mbits));
+    c.rscale = F1(ldexpf(1.0f, -c.d));
+    uint32_t rmask = ((uint32_t)1 << c.d) - 1u;
+    c.rmask = I1(rmask); c.nrmask = I1(~rmask);
+    c.emask = I1((1u << ebits) - 1u); c.mmask = I1((1u << mbits) - 1u);
+    c.ebias = I1((uint32_t)(127 - bias));
+    c.half_m1 = I1((1u << (c.d - 1)) - 1u);
+    c.qoff = I1((uint32_t)(127 - bias) << mbits);
+    c.lo8 = I1(0xffu);
+    c.sh_m = _mm_cvtsi32_si128(mbits); c.sh_d = _mm_cvtsi32_si128(c.d);
+    c.sh_mant = _mm_cvtsi32_si128(23 - mbits);
+    return c;
+}
+
+/* decode() on 8 codes (int32 lanes holding 0..255) */
+static inline f8 decode8(i8 cd, const fp8c *c) {
+    i8 sign = _mm256_slli_epi32(_mm256_and_si256(cd, I1(0x80u)), 24);
+    i8 e = _mm256_and_si256(_mm256_srl_epi32(cd, c->sh_m), c->emask);
+    i8 mt = _mm256_and_si256(cd, c->mmask);
+    i8 normal = _mm256_or_si256(_mm256_or_si256(sign, _mm256_slli_epi32(_mm256_add_epi32(e, c->ebias), 23)),
+                                _mm256_sll_epi32(mt, c->sh_mant));
+    i8 sub = _mm256_or_si256(sign, AS_I(_mm256_mul_ps(_mm256_cvtepi32_ps(mt), c->sub_unit)));
+    i8 is_sub = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
+    return AS_F(_mm256_blendv_epi8(normal, sub, is_sub));
+}
+
+/* rne_code() on 8 floats: the code in the low byte of each int32 lane (as the uint8 cast) */
+static inline i8 rne8(f8 y, const fp8c *c) {
+    i8 u = AS_I(y);
+    i8 sign = _mm256_and_si256(_mm256_srli_epi32(u, 24), I1(0x80u));
+    i8 a = _mm256_and_si256(u, I1(0x7fffffffu));
+    f8 ay = AS_F(a);
+    i8 qs = _mm256_and_si256(AS_I(_mm256_add_ps(_mm256_mul_ps(ay, c->up), F1(8388608.0f))), I1(0x7fffffu));
+    i8 an = _mm256_add_epi32(_mm256_add_epi32(a, c->half_m1),
+                             _mm256_and_si256(_mm256_srl_epi32(a, c->sh_d), I1(1)));
+    i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(an, c->sh_d), c->qoff);
+    i8 is_sub = AS_I(_mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ));
+    return _mm256_and_si256(_mm256_or_si256(sign, _mm256_blendv_epi8(qn, qs, is_sub)), c->lo8);
+}
+
+static inline i8 load_codes(const uint8_t *p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+static inline void store_codes(uint8_t *p, i8 cd) {
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(cd), _mm256_extracti128_si256(cd, 1));
+    _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(w, w));
+}
+
+/* pass 1 of a row on 8 lanes: moments, D, theta (into den, th); returns |theta| bits */
+static inline i8 pass1(const float *g, float *m, float *v, const uint8_t *cd, float *den, float *th,
+                       int small_w, f8 W, f8 WM1, f8 B2, f8 OMB2, f8 SQB2, f8 EPS, f8 DEC, f8 SC,
+                       f8 STEPV, void *fn, long long mode, const fp8c *c) {
+    f8 gv = LDF(g), mv = LDF(m), vv = LDF(v);
+    f8 diff = _mm256_sub_ps(gv, mv);
+    mv = small_w ? _mm256_fmadd_ps(W, diff, mv) : _mm256_fmadd_ps(WM1, diff, gv);
+    vv = _mm256_fmadd_ps(_mm256_mul_ps(OMB2, gv), gv, _mm256_mul_ps(vv, B2));
+    STF(m, mv); STF(v, vv);
+    f8 dj = _mm256_add_ps(_mm256_div_ps(sqrt8(vv, fn, mode), SQB2), EPS);
+    f8 t = _mm256_mul_ps(_mm256_mul_ps(decode8(load_codes(cd), c), DEC), SC);
+    t = _mm256_add_ps(t, _mm256_div_ps(_mm256_mul_ps(STEPV, mv), dj));
+    STF(den, dj); STF(th, t);
+    return _mm256_and_si256(AS_I(t), I1(0x7fffffffu));
+}
+
+/* pass 2 of a row on 8 lanes: rounding (rb: random words or NULL), codes, m += coeff D e */
+static inline void pass2(const float *th, const float *den, const uint32_t *rb, uint8_t *cd, float *m,
+                         f8 INV, f8 S, f8 COEFF, int feedback, const fp8c *c) {
+    f8 y = _mm256_mul_ps(LDF(th), INV);
+    f8 t; i8 code;
+    if (rb) {
+        i8 rr = _mm256_and_si256(LDI(rb), c->rmask);
+        f8 ay = AS_F(_mm256_and_si256(AS_I(y), I1(0x7fffffffu)));
+        f8 q = _mm256_mul_ps(_mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
+                                                           _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale))),
+                             c->down);
+        f8 tsub = AS_F(_mm256_or_si256(AS_I(q), _mm256_and_si256(AS_I(y), I1(0x80000000u))));
+        f8 tn = AS_F(_mm256_and_si256(_mm256_add_epi32(AS_I(y), rr), c->nrmask));
+        t = _mm256_blendv_ps(tn, tsub, _mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ));
+        code = rne8(t, c);
+    } else {
+        code = rne8(y, c);
+        t = decode8(code, c);
+    }
+    store_codes(cd, code);
+    if (feedback) {
+        f8 err = _mm256_mul_ps(_mm256_sub_ps(y, t), S);
+        STF(m, _mm256_fmadd_ps(_mm256_mul_ps(COEFF, LDF(den)), err, LDF(m)));
+    }
+}
+
+/* eco_step with 8 lanes and the sqrt emulated in the first pass (sqrt8: only after the
+   self-test passed); same results. buf: 2 k + 16 floats; rbuf: group_rows k + 8 words. */
+void eco_step8(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, uint8_t *scale,
+               float *m, float *v, const int64_t *seg_end, const int64_t *seg_ptr, uint8_t *gstate,
+               void *sqrt_fn, long long sqrt_mode, int mbits, int ebits, int bias, float max_normal,
+               float w, float beta2, float omb2, float sqrt_b2, float eps, float dec, float stepv,
+               float coeff, int feedback, uint32_t *rbuf, float *buf) {
+    uint32_t st[624]; int32_t left = 0; uint64_t next = 0;
+    if (gstate) mt_load(gstate, st, &left, &next);
+    fp8c c = fp8_consts(mbits, ebits, bias);
+    const int small_w = fabsf(w) < 0.5f;
+    const f8 W = F1(w), WM1 = F1(w - 1.0f), B2 = F1(beta2), OMB2 = F1(omb2), SQB2 = F1(sqrt_b2),
+             EPS = F1(eps), DEC = F1(dec), STEPV = F1(stepv), COEFF = F1(coeff);
+    float *den = buf, *th = buf + k + 8;
+    const int64_t k8 = k & ~(int64_t)7, kt = k - k8;
+    const i8 lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), tail_mask = _mm256_cmpgt_epi32(I1(kt), lane);
+    int seg = 0;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += group_rows) {
+        int64_t n = n_rows - r0 < group_rows ? n_rows - r0 : group_rows;
+        if (gstate) mt_words8(st, &left, &next, rbuf, n * k);
+        for (int64_t r = 0; r < n; r++) {
+            int64_t row = r0 + r;
+            const float *g = grad_row(seg_end, seg_ptr, &seg, row, k);
+            float *mr = m + row * k, *vr = v + row * k;
+            uint8_t *cr = codes + row * k;
+            const f8 SC = F1(pow2f((int)scale[row] - 127));
+            i8 amax = _mm256_setzero_si256();
+            int64_t j = 0;
+            for (; j < k8; j += 8)
+                amax = _mm256_max_epu32(amax, pass1(g + j, mr + j, vr + j, cr + j, den + j, th + j, small_w, W,
+                                                    WM1, B2, OMB2, SQB2, EPS, DEC, SC, STEPV, sqrt_fn,
+                                                    sqrt_mode, &c));
+            if (kt) {
+                float gt[8] = {0}, mt_[8] = {0}, vt[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+                uint8_t ct[8] = {0};
+                memcpy(gt, g + j, 4 * kt); memcpy(mt_, mr + j, 4 * kt); memcpy(vt, vr + j, 4 * kt);
+                memcpy(ct, cr + j, kt);
+                i8 ab = pass1(gt, mt_, vt, ct, den + j, th + j, small_w, W, WM1, B2, OMB2, SQB2, EPS, DEC,
+                              SC, STEPV, sqrt_fn, sqrt_mode, &c);
+                amax = _mm256_max_epu32(amax, _mm256_and_si256(ab, tail_mask));
+                memcpy(mr + j, mt_, 4 * kt); memcpy(vr + j, vt, 4 * kt);
+            }
+            uint32_t ab8[8]; STI(ab8, amax);
+            uint32_t amax_bits = 0;
+            for (int l = 0; l < 8; l++) amax_bits = ab8[l] > amax_bits ? ab8[l] : amax_bits;
+            float amx = bf(amax_bits);
+            int x;
+            if (amx > 0.0f) {
+                x = ceil_log2(amx / max_normal);
+                if (x < -127) x = -127;
+                if (x > 127) x = 127;
+            } else {
+                x = -127;
+            }
+            scale[row] = (uint8_t)(x + 127);
+            const f8 INV = F1(pow2f(-x)), S = F1(pow2f(x));
+            const uint32_t *rb = gstate ? rbuf + r * k : 0;
+            for (j = 0; j < k8; j += 8)
+                pass2(th + j, den + j, rb ? rb + j : 0, cr + j, mr + j, INV, S, COEFF, feedback, &c);
+            if (kt) {
+                float mt_[8] = {0};
+                uint32_t rt[8] = {0};
+                uint8_t ct[8];
+                memcpy(mt_, mr + j, 4 * kt);
+                if (rb) memcpy(rt, rb + j, 4 * kt);
+                pass2(th + j, den + j, rb ? rt : 0, ct, mt_, INV, S, COEFF, feedback, &c);
+                memcpy(cr + j, ct, kt); memcpy(mr + j, mt_, 4 * kt);
+            }
+        }
+    }
+    if (gstate) mt_store(gstate, st, left, next);
+}
+#else
+void sqrt_emul(int64_t n, const float *x, float *out, void *fn, long long mode) {
+    (void)n; (void)x; (void)out; (void)fn; (void)mode;
+}
+int64_t sqrt_emul_mismatch(void *fn, long long mode, uint64_t lo, uint64_t hi, uint64_t stride) {
+    (void)fn; (void)mode; (void)lo; (void)hi; (void)stride;
+    return -1;
+}
+void mt_random_bits8(uint8_t *gstate, uint32_t *out, int64_t n_words) { mt_random_bits(gstate, out, n_words); }
+void eco_step8(void) {}
+#endif
 """
 
 _FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fno-trapping-math",
@@ -316,6 +670,18 @@ def _build() -> ctypes.CDLL | None:
     lib.eco_step.argtypes = [i64, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.c_longlong, i32,
                              i32, i32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, vp, vp, vp]
     lib.eco_step.restype = None
+    lib.eco_simd.argtypes = []
+    lib.eco_simd.restype = i32
+    lib.sqrt_emul.argtypes = [i64, vp, vp, vp, ctypes.c_longlong]
+    lib.sqrt_emul.restype = None
+    lib.sqrt_emul_mismatch.argtypes = [vp, ctypes.c_longlong, ctypes.c_uint64, ctypes.c_uint64,
+                                       ctypes.c_uint64]
+    lib.sqrt_emul_mismatch.restype = i64
+    lib.mt_random_bits8.argtypes = [vp, vp, i64]
+    lib.mt_random_bits8.restype = None
+    lib.eco_step8.argtypes = [i64, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.c_longlong, i32,
+                              i32, i32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, vp, vp]
+    lib.eco_step8.restype = None
     return lib
 
 
@@ -357,6 +723,57 @@ def sqrt_function() -> int | None:
     return _SQRT
 
 
+_SIMD: bool | None = None
+
+
+def simd() -> bool:
+    """Whether the 8-wide step (``eco_step8``: AVX2 + FMA, MKL's sqrt sequence emulated in the
+    kernel) is used: compiled in, the CPU runs it, ``ICML26_ECO_SIMD`` is not ``0``, torch's sqrt
+    routine is found, and the emulation gives that routine's bits on the self-test
+    (:func:`sqrt_self_test`). Otherwise the portable kernel (one library sqrt call per row
+    group) runs: same results."""
+    global _SIMD
+    if _SIMD is None:
+        lib = kernel()
+        _SIMD = bool(lib is not None and os.environ.get("ICML26_ECO_SIMD", "1") != "0"
+                     and lib.eco_simd() and sqrt_function() is not None and sqrt_self_test() == 0)
+    return _SIMD
+
+
+SQRT_TEST_RANGES = (
+    (0x3F800000, 0x40800000, 1),  # [1, 4): every float of two binades (the sequence is 4^k-invariant)
+    (0x0D800000, 0x0E800000, 1),  # [2^-100, 2^-98): the smallest inputs the sequence handles itself
+    (0x7E800000, 0x7F800000, 1),  # [2^126, 2^128): the largest, up to the rare-lane bound 0x7f7ff000
+    (0x00000000, 0x7F800001, 997),  # samples of every exponent: zero, subnormals, tiny ones, +inf
+    (0x00000000, 0x00000400, 1), (0x7F7FEF00, 0x7F7FF100, 1),  # around the rare-lane bounds
+    (0x0D7FFF00, 0x0D800100, 1), (0x7F800000, 0x80000400, 1 << 12),  # NaNs, -0
+    (0x80000000, 0xFFFFFFFF, 1 << 20),  # negatives
+)
+"""Bit-pattern ranges ``(lo, hi, stride)`` on which :func:`sqrt_self_test` compares the kernel's
+emulated sqrt with the library routine."""
+_SQRT_TEST: int | None = None
+
+
+def sqrt_self_test() -> int:
+    """How many inputs of :data:`SQRT_TEST_RANGES` (about 50M) the kernel's emulation of MKL's
+    sqrt gets wrong compared to the library routine itself (0: the emulation is used; -1: no
+    routine or no 8-wide kernel). Run once per process (about 0.1 s)."""
+    global _SQRT_TEST
+    if _SQRT_TEST is None:
+        lib, fn = kernel(), sqrt_function()
+        if lib is None or fn is None or not lib.eco_simd():
+            _SQRT_TEST = -1
+        else:
+            _SQRT_TEST = sum(lib.sqrt_emul_mismatch(fn, _VML_MODE, lo, hi, st) for lo, hi, st in SQRT_TEST_RANGES)
+    return _SQRT_TEST
+
+
+def set_simd(flag: bool) -> None:
+    """Force the portable kernel (``False``) or let :func:`simd` decide again (``True``)."""
+    global _SIMD
+    _SIMD = None if flag else False
+
+
 _MT_OK: bool | None = None
 
 
@@ -377,7 +794,7 @@ def random_bits(n: int, generator: torch.Generator | None = None) -> torch.Tenso
     state = gen.get_state()
     if state.numel() != _STATE_BYTES:
         return _rows.random_bits(n, generator)
-    lib.mt_random_bits(state.data_ptr(), out.data_ptr(), words)
+    _mt_fn(lib)(state.data_ptr(), out.data_ptr(), words)
     gen.set_state(state)
     return out[:n]
 
@@ -397,6 +814,11 @@ def mt_ok() -> bool:
     return bool(_MT_OK)
 
 
+def _mt_fn(lib):
+    """The engine's entry point: 8-wide where the CPU runs it (same words)."""
+    return lib.mt_random_bits8 if lib.eco_simd() else lib.mt_random_bits
+
+
 def _mt_self_test(lib) -> bool:
     """The C engine gives torch's words (several twists, odd and even counts) and state."""
     try:
@@ -410,7 +832,7 @@ def _mt_self_test(lib) -> bool:
                 words = 2 * ((n + 1) // 2)
                 out = torch.empty(words, dtype=torch.int32)
                 st = b.get_state()
-                lib.mt_random_bits(st.data_ptr(), out.data_ptr(), words)
+                _mt_fn(lib)(st.data_ptr(), out.data_ptr(), words)
                 b.set_state(st)
                 if not torch.equal(ref, out[:n]) or not torch.equal(a.get_state(), b.get_state()):
                     return False
@@ -430,10 +852,12 @@ def kernel() -> ctypes.CDLL | None:
 def set_enabled(flag: bool) -> None:
     """Force the kernel off (``False``: the eager path, e.g. as the reference in tests) or
     re-enable it (``True``: build on next use)."""
-    global _LIB, _MT_OK, _SQRT
+    global _LIB, _MT_OK, _SQRT, _SIMD, _SQRT_TEST
     _LIB = None if not flag else False
     _MT_OK = None
     _SQRT = False
+    _SIMD = None
+    _SQRT_TEST = None
 
 
-__all__ = ["kernel", "random_bits", "set_enabled", "sqrt_function"]
+__all__ = ["kernel", "random_bits", "set_enabled", "set_simd", "simd", "sqrt_function", "sqrt_self_test"]

@@ -703,6 +703,17 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             # one call: moments, sqrt, random words and update per group of rows, in cache; with
             # k even the random words do not depend on how the rows are chunked
             g_rows = max(1, _GROUP // k)
+            if _kernel.simd():  # 8 lanes, MKL's sqrt sequence in the kernel (self-tested)
+                rbuf, buf = torch.empty(g_rows * k + 8, dtype=torch.int32), torch.empty(2 * k + 16)
+                lib.eco_step8(n_rows, k, g_rows, b.codes.data_ptr(), b.scale.data_ptr(), b.m.data_ptr(),
+                              b.v.data_ptr(), seg_end, seg_ptr, None if state is None else state.data_ptr(),
+                              sqrt_fn, _kernel.VML_MODE, f.mbits, f.ebits, f.bias, f.max_normal, 1 - beta1,
+                              beta2, 1 - beta2, math.sqrt(b2), eps, decay, -lr / b1, coeff, bool(coeff),
+                              rbuf.data_ptr(), buf.data_ptr())
+                if state is not None:
+                    gen.set_state(state)
+                b.mark_updated(None)
+                return
             sq, rbuf, tmp = torch.empty(g_rows * k), torch.empty(g_rows * k, dtype=torch.int32), torch.empty(k)
             lib.eco_step(n_rows, k, g_rows, b.codes.data_ptr(), b.scale.data_ptr(), b.m.data_ptr(),
                          b.v.data_ptr(), seg_end, seg_ptr, None if state is None else state.data_ptr(),
