@@ -156,3 +156,35 @@ def test_emulated_sqrt_gives_torchs_bits(n):
     out = torch.empty_like(y)
     _kernel.kernel().sqrt_emul(y.numel(), y.data_ptr(), out.data_ptr(), _kernel.sqrt_function(), _kernel.VML_MODE)
     assert torch.equal(out, torch.sqrt(y))
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["8wide", "portable"])
+@pytest.mark.parametrize("wd", [0.0, 0.1])
+def test_c_float_step_is_bit_identical_to_the_foreach_step_and_torchs_adamw(simd, wd):
+    """The float group's C step (odd sizes, tails, a tensor over one 4096 chunk, zero gradients)
+    gives the foreach ops' bits and torch.optim.AdamW(foreach=True)'s."""
+    shapes = [(1,), (7,), (8,), (33,), (4099,), (3, 5, 7), (64,)]
+
+    def run(kernel_on: bool, ref: bool = False):
+        _kernel.set_enabled(kernel_on)
+        _kernel.set_simd(simd)
+        try:
+            gen = torch.Generator().manual_seed(5)
+            ps = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in shapes]
+            opt = (torch.optim.AdamW(ps, lr=3e-3, betas=(0.9, 0.95), weight_decay=wd, foreach=True) if ref else
+                   ECOAdamW(ps, lr=3e-3, betas=(0.9, 0.95), weight_decay=wd, weight_format=None))
+            for t in range(6):
+                for i, p in enumerate(ps):
+                    p.grad = torch.randn(p.shape, generator=gen) * 10.0 ** (t % 3 - 2)
+                    if i == 6:
+                        p.grad[::3] = 0.0
+                opt.step()
+            return [p.detach().clone() for p in ps] + [opt.state[p][k].clone() for p in ps
+                                                        for k in ("exp_avg", "exp_avg_sq")]
+        finally:
+            _kernel.set_enabled(True)
+            _kernel.set_simd(True)
+
+    a, b, c = run(True), run(False), run(False, ref=True)
+    for u, v, w in zip(a, b, c, strict=True):
+        assert torch.equal(u, v) and torch.equal(u, w)

@@ -277,6 +277,45 @@ void eco_step(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, uin
     if (gstate) mt_store(gstate, st, left, next);
 }
 
+void sqrt_emul(int64_t n, const float *x, float *out, void *fn, long long mode);
+
+/* torch.optim.AdamW's foreach update (as ECOAdamW._batched_float_step) of n_t float32 tensors
+   (pointer tables p, g, m, v; sizes; per-tensor sqrt(1 - beta2^t) and -lr / (1 - beta1^t)): the
+   moments as eco_moments, D = sqrt(v) / sqrt_b2 + eps with torch's sqrt (the library routine
+   on chunks of 4096, or its emulation where emul), p = p * decay (wd), p = p + (stepv * m) / D.
+   tmp: 4096 floats. */
+void adamw_float(int64_t n_t, const int64_t *pp, const int64_t *gp, const int64_t *mp, const int64_t *vp,
+                 const int64_t *sizes, const float *sqb2s, const float *stepvs, float w, float beta2,
+                 float omb2, float eps, float decay, int wd, void *sqrt_fn, long long mode, int emul,
+                 float *tmp) {
+    float wm1 = w - 1.0f;
+    int small_w = fabsf(w) < 0.5f;
+    for (int64_t t = 0; t < n_t; t++) {
+        float *p = (float *)(intptr_t)pp[t], *m = (float *)(intptr_t)mp[t], *v = (float *)(intptr_t)vp[t];
+        const float *g = (const float *)(intptr_t)gp[t];
+        const float sqb2 = sqb2s[t], stepv = stepvs[t];
+        for (int64_t c0 = 0; c0 < sizes[t]; c0 += 4096) {
+            int64_t n = sizes[t] - c0 < 4096 ? sizes[t] - c0 : 4096;
+            float *restrict pc = p + c0, *restrict mc = m + c0, *restrict vc = v + c0;
+            const float *restrict gc = g + c0;
+            if (small_w) {
+                for (int64_t j = 0; j < n; j++) mc[j] = fmaf(w, gc[j] - mc[j], mc[j]);
+            } else {
+                for (int64_t j = 0; j < n; j++) mc[j] = fmaf(wm1, gc[j] - mc[j], gc[j]);
+            }
+            for (int64_t j = 0; j < n; j++) vc[j] = fmaf(omb2 * gc[j], gc[j], vc[j] * beta2);
+            if (emul) sqrt_emul(n, vc, tmp, sqrt_fn, mode);
+            else ((sqrt_fn_t)sqrt_fn)((int)n, vc, tmp, mode);
+            for (int64_t j = 0; j < n; j++) {
+                float d = tmp[j] / sqb2;
+                d = d + eps;
+                float pj = wd ? pc[j] * decay : pc[j];
+                pc[j] = pj + (stepv * mc[j]) / d;
+            }
+        }
+    }
+}
+
 /* ---- 8-wide path (AVX2 + FMA): the same arithmetic as above, 8 lanes at a time ---------- */
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -311,7 +350,7 @@ typedef __m256 f8; typedef __m256i i8;
 /* MKL's vmsSqrt (the routine behind torch.sqrt, HA mode) on 8 lanes: its rsqrtps + two
    Newton-Raphson steps, no FMA (as disassembled from mkl_vml_kernel_sSqrt_EXHAynn). Lanes
    outside [2^-100, 0x7f7ff000] (zero, subnormal, tiny, huge, inf, NaN, negative) get MKL's own
-   value: +0 for +0, the library call for the others. Only used after sqrt_emul_mismatch
+   value: +0 for +0 (in the vector), the library call for the others. Only used after sqrt_emul_mismatch
    found no difference to the library on this machine (self-test at first use). */
 static inline f8 sqrt8(f8 x, void *fn, long long mode) {
     const f8 half = F1(0.5f);
@@ -326,13 +365,14 @@ static inline f8 sqrt8(f8 x, void *fn, long long mode) {
     i8 t = _mm256_sub_epi32(AS_I(x), I1(27u << 23));
     const i8 bound = I1(0x7f7ff000u - (27u << 23) + 1u);
     i8 rare = _mm256_cmpeq_epi32(_mm256_max_epu32(t, bound), t);
+    i8 zero = _mm256_cmpeq_epi32(AS_I(x), _mm256_setzero_si256());
+    out = AS_F(_mm256_andnot_si256(zero, AS_I(out)));  /* +0 for +0 */
+    rare = _mm256_andnot_si256(zero, rare);
     if (__builtin_expect(!_mm256_testz_si256(rare, rare), 0)) {
         float xa[8], ra[8]; STF(xa, x); STF(ra, out);
         uint32_t rm[8]; STI(rm, rare);
         for (int l = 0; l < 8; l++) {
-            if (!rm[l]) continue;
-            if (fb(xa[l]) == 0u) { ra[l] = 0.0f; continue; }
-            ((sqrt_fn_t)fn)(1, xa + l, ra + l, mode);
+            if (rm[l]) ((sqrt_fn_t)fn)(1, xa + l, ra + l, mode);
         }
         out = LDF(ra);
     }
@@ -505,37 +545,63 @@ static inline void store_codes(uint8_t *p, i8 cd) {
     _mm_storel_epi64((__m128i *)p, _mm_packus_epi16(w, w));
 }
 
-/* pass 1 of a row on 8 lanes: moments, D, theta (into den, th); returns |theta| bits */
-static inline i8 pass1(const float *g, float *m, float *v, const uint8_t *cd, float *den, float *th,
-                       int small_w, f8 W, f8 WM1, f8 B2, f8 OMB2, f8 SQB2, f8 EPS, f8 DEC, f8 SC,
-                       f8 STEPV, void *fn, long long mode, const fp8c *c) {
+/* pass 1a of a row on 8 lanes: the moments and D (into den) */
+static inline void pass1a(const float *g, float *m, float *v, float *den, int small_w, f8 W, f8 WM1,
+                          f8 B2, f8 OMB2, f8 SQB2, f8 EPS, void *fn, long long mode) {
     f8 gv = LDF(g), mv = LDF(m), vv = LDF(v);
     f8 diff = _mm256_sub_ps(gv, mv);
     mv = small_w ? _mm256_fmadd_ps(W, diff, mv) : _mm256_fmadd_ps(WM1, diff, gv);
     vv = _mm256_fmadd_ps(_mm256_mul_ps(OMB2, gv), gv, _mm256_mul_ps(vv, B2));
     STF(m, mv); STF(v, vv);
-    f8 dj = _mm256_add_ps(_mm256_div_ps(sqrt8(vv, fn, mode), SQB2), EPS);
+    STF(den, _mm256_add_ps(_mm256_div_ps(sqrt8(vv, fn, mode), SQB2), EPS));
+}
+
+/* pass 1b of a row on 8 lanes: theta (into th); returns |theta| bits */
+static inline i8 pass1b(const float *m, const uint8_t *cd, const float *den, float *th, f8 DEC, f8 SC,
+                        f8 STEPV, const fp8c *c) {
     f8 t = _mm256_mul_ps(_mm256_mul_ps(decode8(load_codes(cd), c), DEC), SC);
-    t = _mm256_add_ps(t, _mm256_div_ps(_mm256_mul_ps(STEPV, mv), dj));
-    STF(den, dj); STF(th, t);
+    t = _mm256_add_ps(t, _mm256_div_ps(_mm256_mul_ps(STEPV, LDF(m)), LDF(den)));
+    STF(th, t);
     return _mm256_and_si256(AS_I(t), I1(0x7fffffffu));
 }
 
-/* pass 2 of a row on 8 lanes: rounding (rb: random words or NULL), codes, m += coeff D e */
+/* pass 2 of a row on 8 lanes: rounding (rb: random words or NULL), codes, m += coeff D e.
+   The code and the rounded value come from the same integer steps as rne_code: under SR the
+   value t is on the grid, so rne_code(t) is its exponent-mantissa bits (normal) or the integer
+   floor(...) (subnormal); under RTN the rounded bits an (normal) or the integer q (subnormal) are
+   the value decode(code) (exact_t: the row has no value beyond the format's range, no NaN). */
 static inline void pass2(const float *th, const float *den, const uint32_t *rb, uint8_t *cd, float *m,
-                         f8 INV, f8 S, f8 COEFF, int feedback, const fp8c *c) {
+                         f8 INV, f8 S, f8 COEFF, int feedback, int exact_t, const fp8c *c) {
     f8 y = _mm256_mul_ps(LDF(th), INV);
+    f8 ay = AS_F(_mm256_and_si256(AS_I(y), I1(0x7fffffffu)));
+    f8 is_sub = _mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ);
     f8 t; i8 code;
     if (rb) {
         i8 rr = _mm256_and_si256(LDI(rb), c->rmask);
-        f8 ay = AS_F(_mm256_and_si256(AS_I(y), I1(0x7fffffffu)));
-        f8 q = _mm256_mul_ps(_mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
-                                                           _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale))),
-                             c->down);
-        f8 tsub = AS_F(_mm256_or_si256(AS_I(q), _mm256_and_si256(AS_I(y), I1(0x80000000u))));
+        f8 qf = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
+                                              _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale)));
+        f8 tsub = AS_F(_mm256_or_si256(AS_I(_mm256_mul_ps(qf, c->down)),
+                                       _mm256_and_si256(AS_I(y), I1(0x80000000u))));
         f8 tn = AS_F(_mm256_and_si256(_mm256_add_epi32(AS_I(y), rr), c->nrmask));
-        t = _mm256_blendv_ps(tn, tsub, _mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ));
-        code = rne8(t, c);
+        t = _mm256_blendv_ps(tn, tsub, is_sub);
+        i8 ut = AS_I(t);
+        i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_and_si256(ut, I1(0x7fffffffu)), c->sh_d), c->qoff);
+        i8 mag = _mm256_blendv_epi8(qn, _mm256_cvttps_epi32(qf), AS_I(is_sub));
+        code = _mm256_and_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(ut, 24), I1(0x80u)), mag),
+                                c->lo8);
+    } else if (exact_t) {
+        i8 u = AS_I(y), a = AS_I(ay);
+        i8 sign = _mm256_and_si256(u, I1(0x80000000u));
+        f8 qsf = _mm256_add_ps(_mm256_mul_ps(ay, c->up), F1(8388608.0f));
+        i8 qs = _mm256_and_si256(AS_I(qsf), I1(0x7fffffu));
+        i8 an = _mm256_add_epi32(_mm256_add_epi32(a, c->half_m1),
+                                 _mm256_and_si256(_mm256_srl_epi32(a, c->sh_d), I1(1)));
+        i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(an, c->sh_d), c->qoff);
+        code = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(sign, 24),
+                                                _mm256_blendv_epi8(qn, qs, AS_I(is_sub))), c->lo8);
+        f8 tsub = _mm256_mul_ps(_mm256_sub_ps(qsf, F1(8388608.0f)), c->down);
+        t = AS_F(_mm256_or_si256(_mm256_blendv_epi8(_mm256_and_si256(an, c->nrmask), AS_I(tsub),
+                                                    AS_I(is_sub)), sign));
     } else {
         code = rne8(y, c);
         t = decode8(code, c);
@@ -576,18 +642,21 @@ void eco_step8(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, ui
             i8 amax = _mm256_setzero_si256();
             int64_t j = 0;
             for (; j < k8; j += 8)
-                amax = _mm256_max_epu32(amax, pass1(g + j, mr + j, vr + j, cr + j, den + j, th + j, small_w, W,
-                                                    WM1, B2, OMB2, SQB2, EPS, DEC, SC, STEPV, sqrt_fn,
-                                                    sqrt_mode, &c));
+                pass1a(g + j, mr + j, vr + j, den + j, small_w, W, WM1, B2, OMB2, SQB2, EPS, sqrt_fn, sqrt_mode);
             if (kt) {
                 float gt[8] = {0}, mt_[8] = {0}, vt[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-                uint8_t ct[8] = {0};
                 memcpy(gt, g + j, 4 * kt); memcpy(mt_, mr + j, 4 * kt); memcpy(vt, vr + j, 4 * kt);
-                memcpy(ct, cr + j, kt);
-                i8 ab = pass1(gt, mt_, vt, ct, den + j, th + j, small_w, W, WM1, B2, OMB2, SQB2, EPS, DEC,
-                              SC, STEPV, sqrt_fn, sqrt_mode, &c);
-                amax = _mm256_max_epu32(amax, _mm256_and_si256(ab, tail_mask));
+                pass1a(gt, mt_, vt, den + j, small_w, W, WM1, B2, OMB2, SQB2, EPS, sqrt_fn, sqrt_mode);
                 memcpy(mr + j, mt_, 4 * kt); memcpy(vr + j, vt, 4 * kt);
+            }
+            for (j = 0; j < k8; j += 8)
+                amax = _mm256_max_epu32(amax, pass1b(mr + j, cr + j, den + j, th + j, DEC, SC, STEPV, &c));
+            if (kt) {
+                float mt_[8] = {0};
+                uint8_t ct[8] = {0};
+                memcpy(mt_, mr + j, 4 * kt); memcpy(ct, cr + j, kt);
+                amax = _mm256_max_epu32(amax, _mm256_and_si256(pass1b(mt_, ct, den + j, th + j, DEC, SC, STEPV, &c),
+                                                               tail_mask));
             }
             uint32_t ab8[8]; STI(ab8, amax);
             uint32_t amax_bits = 0;
@@ -604,15 +673,16 @@ void eco_step8(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, ui
             scale[row] = (uint8_t)(x + 127);
             const f8 INV = F1(pow2f(-x)), S = F1(pow2f(x));
             const uint32_t *rb = gstate ? rbuf + r * k : 0;
+            const int exact_t = amax_bits < 0x7f800000u && x < 127;  /* else decode the codes */
             for (j = 0; j < k8; j += 8)
-                pass2(th + j, den + j, rb ? rb + j : 0, cr + j, mr + j, INV, S, COEFF, feedback, &c);
+                pass2(th + j, den + j, rb ? rb + j : 0, cr + j, mr + j, INV, S, COEFF, feedback, exact_t, &c);
             if (kt) {
                 float mt_[8] = {0};
                 uint32_t rt[8] = {0};
                 uint8_t ct[8];
                 memcpy(mt_, mr + j, 4 * kt);
                 if (rb) memcpy(rt, rb + j, 4 * kt);
-                pass2(th + j, den + j, rb ? rt : 0, ct, mt_, INV, S, COEFF, feedback, &c);
+                pass2(th + j, den + j, rb ? rt : 0, ct, mt_, INV, S, COEFF, feedback, exact_t, &c);
                 memcpy(cr + j, ct, kt); memcpy(mr + j, mt_, 4 * kt);
             }
         }
@@ -682,6 +752,9 @@ def _build() -> ctypes.CDLL | None:
     lib.eco_step8.argtypes = [i64, i64, i64, vp, vp, vp, vp, vp, vp, vp, vp, ctypes.c_longlong, i32,
                               i32, i32, f32, f32, f32, f32, f32, f32, f32, f32, f32, i32, vp, vp]
     lib.eco_step8.restype = None
+    lib.adamw_float.argtypes = [i64, vp, vp, vp, vp, vp, vp, vp, f32, f32, f32, f32, f32, i32, vp,
+                                ctypes.c_longlong, i32, vp]
+    lib.adamw_float.restype = None
     return lib
 
 

@@ -100,6 +100,7 @@ class _QuantizedWeightOptimizer(torch.optim.Optimizer):
         self.history: dict[str, list[float]] = {"frozen_fraction": [], "error_cosine": [],
                                                 "relative_error": []}
         self._flat_buckets: dict[tuple[int, int], _FlatBucket] = {}
+        self._float_tmp = torch.empty(4096)  # the C float step's sqrt chunk
         super().__init__(params, defaults)
 
     # -- quantized storage ---------------------------------------------------------------------
@@ -647,6 +648,20 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         ts = [float(t) for t in steps]
         ms = [self.state[p]["exp_avg"] for p in ps]
         vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        sqrt_fn = _kernel.sqrt_function() if lib is not None else None
+        if sqrt_fn is not None and all(t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
+                                       and t.shape == p.shape for p, m, v, g in zip(ps, ms, vs, grads, strict=True)
+                                       for t in (p, m, v, g)):
+            # the same ops in C, tensor by tensor in chunks (same bits: tested against the foreach ops)
+            n = len(ps)
+            lib.adamw_float(n, _i64([p.data_ptr() for p in ps]), _i64([g.data_ptr() for g in grads]),
+                            _i64([m.data_ptr() for m in ms]), _i64([v.data_ptr() for v in vs]),
+                            _i64([p.numel() for p in ps]),
+                            (ctypes.c_float * n)(*[math.sqrt(1 - beta2**t) for t in ts]),
+                            (ctypes.c_float * n)(*[-lr / (1 - beta1**t) for t in ts]), 1 - beta1, beta2,
+                            1 - beta2, eps, 1 - lr * wd, bool(wd), sqrt_fn, _kernel.VML_MODE, _kernel.simd(),
+                            self._float_tmp.data_ptr())
+            return
         torch._foreach_lerp_(ms, grads, 1 - beta1)
         torch._foreach_mul_(vs, beta2)
         torch._foreach_addcmul_(vs, grads, grads, value=1 - beta2)
