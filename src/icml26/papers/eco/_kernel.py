@@ -411,12 +411,12 @@ int64_t sqrt_emul_mismatch(void *fn, long long mode, uint64_t lo, uint64_t hi, u
    words read (st[i - 227]) are at least 227 >= 8 behind the ones written */
 static void mt_twist8(uint32_t *st) {
     const uint32_t A = 0x9908b0dfu, U = 0x80000000u, L = 0x7fffffffu;
-    const i8 vU = I1(U), vL = I1(L), vA = I1(A), one = I1(1), zero = _mm256_setzero_si256();
+    const i8 vU = I1(U), vL = I1(L), vA = I1(A), zero = _mm256_setzero_si256();
     int i = 0;
 #define TW(OFF) do { \
         i8 a = LDI(st + i), b = LDI(st + i + 1), c = LDI(st + i + (OFF)); \
         i8 y = _mm256_or_si256(_mm256_and_si256(a, vU), _mm256_and_si256(b, vL)); \
-        i8 mag = _mm256_and_si256(_mm256_sub_epi32(zero, _mm256_and_si256(b, one)), vA); \
+        i8 mag = AS_I(_mm256_blendv_ps(AS_F(zero), AS_F(vA), AS_F(_mm256_slli_epi32(b, 31)))); \
         STI(st + i, _mm256_xor_si256(_mm256_xor_si256(c, _mm256_srli_epi32(y, 1)), mag)); \
     } while (0)
     for (; i + 8 <= 624 - 397; i += 8) TW(397);
@@ -442,8 +442,9 @@ static inline uint32_t temper(uint32_t y) {
     return y;
 }
 
-/* mt_words with 8 lanes (same words) */
-static void mt_words8(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *out, int64_t n_words) {
+/* mt_words with 8 lanes (same words; swap 0: each pair of words left as the engine gives it, d1
+   then d2 without the mask, for a reader that swaps them itself) */
+static void mt_words8(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *out, int64_t n_words, int swap) {
     int32_t left = *left_; uint64_t next = *next_;
     int64_t i = 0;
     const i8 m1 = I1(0x9d2c5680u), m2 = I1(0xefc60000u);
@@ -465,6 +466,8 @@ static void mt_words8(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *o
         for (; j < take; j++) dst[j] = temper(src[j]);
         i += take; left -= (int32_t)take; next += (uint64_t)take;
     }
+    *left_ = left; *next_ = next;
+    if (!swap) return;
     const i8 keep = _mm256_setr_epi32(-1, 0x7fffffff, -1, 0x7fffffff, -1, 0x7fffffff, -1, 0x7fffffff);
     int64_t p = 0;
     for (; p + 8 <= n_words; p += 8)
@@ -473,13 +476,12 @@ static void mt_words8(uint32_t *st, int32_t *left_, uint64_t *next_, uint32_t *o
         uint32_t d1 = out[p], d2 = out[p + 1];
         out[p] = d2; out[p + 1] = d1 & 0x7fffffffu;
     }
-    *left_ = left; *next_ = next;
 }
 
 void mt_random_bits8(uint8_t *gstate, uint32_t *out, int64_t n_words) {
     uint32_t st[624]; int32_t left; uint64_t next;
     mt_load(gstate, st, &left, &next);
-    mt_words8(st, &left, &next, out, n_words);
+    mt_words8(st, &left, &next, out, n_words, 1);
     mt_store(gstate, st, left, next);
 }
 
@@ -565,7 +567,8 @@ static inline i8 pass1b(const float *m, const uint8_t *cd, const float *den, flo
     return _mm256_and_si256(AS_I(t), I1(0x7fffffffu));
 }
 
-/* pass 2 of a row on 8 lanes: rounding (rb: random words or NULL), codes, m += coeff D e.
+/* pass 2 of a row on 8 lanes: rounding (rb: random words, each pair as the engine gives it, or
+   NULL), codes, m += coeff D e.
    The code and the rounded value come from the same integer steps as rne_code: under SR the
    value t is on the grid, so rne_code(t) is its exponent-mantissa bits (normal) or the integer
    floor(...) (subnormal); under RTN the rounded bits an (normal) or the integer q (subnormal) are
@@ -577,7 +580,7 @@ static inline void pass2(const float *th, const float *den, const uint32_t *rb, 
     f8 is_sub = _mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ);
     f8 t; i8 code;
     if (rb) {
-        i8 rr = _mm256_and_si256(LDI(rb), c->rmask);
+        i8 rr = _mm256_and_si256(_mm256_shuffle_epi32(LDI(rb), 0xb1), c->rmask);  /* d2, d1 of each pair */
         f8 qf = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
                                               _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale)));
         f8 tsub = AS_F(_mm256_or_si256(AS_I(_mm256_mul_ps(qf, c->down)),
@@ -632,7 +635,7 @@ void eco_step8(int64_t n_rows, int64_t k, int64_t group_rows, uint8_t *codes, ui
     int seg = 0;
     for (int64_t r0 = 0; r0 < n_rows; r0 += group_rows) {
         int64_t n = n_rows - r0 < group_rows ? n_rows - r0 : group_rows;
-        if (gstate) mt_words8(st, &left, &next, rbuf, n * k);
+        if (gstate) mt_words8(st, &left, &next, rbuf, n * k, 0);  /* pairs swapped in pass2 */
         for (int64_t r = 0; r < n; r++) {
             int64_t row = r0 + r;
             const float *g = grad_row(seg_end, seg_ptr, &seg, row, k);

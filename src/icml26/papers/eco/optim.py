@@ -63,6 +63,33 @@ def _i64(values: list[int]):
     return (ctypes.c_int64 * len(values))(*values)
 
 
+def _c_float(t: torch.Tensor) -> bool:
+    """A contiguous float32 CPU tensor (the C kernels read it as a flat array)."""
+    return t.dtype == torch.float32 and t.is_cpu and t.is_contiguous()
+
+
+def _c_float_group(ps, ms, vs, grads) -> bool:
+    """Every parameter, moment and gradient (gradients already checked) a contiguous float32 CPU
+    tensor of the parameter's shape: the C float step can run."""
+    f32 = torch.float32
+    for p, m, v, g in zip(ps, ms, vs, grads, strict=True):
+        if not (p.dtype == f32 and m.dtype == f32 and v.dtype == f32 and p.is_cpu and m.is_cpu and v.is_cpu
+                and p.is_contiguous() and m.is_contiguous() and v.is_contiguous()
+                and p.shape == g.shape == m.shape == v.shape):
+            return False
+    return True
+
+
+def _step_values(steps: list[torch.Tensor]) -> list[float]:
+    """``[float(t) for t in steps]`` with one tensor read instead of one per step counter."""
+    if len(steps) >= 4:
+        try:
+            return torch.stack(steps).tolist()
+        except RuntimeError:  # counters of mixed devices (a loaded state)
+            pass
+    return [float(t) for t in steps]
+
+
 DEFAULT_WEIGHT_FORMAT = QuantSpec("fp8_e4m3", granularity="channel", axis=-1, scale_kind="e8m0")
 """FP8 E4M3 with one power-of-two (E8M0) scale per output row. The paper's pre-training runs
 store FP8 E4M3 weights; its scale granularity is not verified. Our choice: a power-of-two scale
@@ -514,8 +541,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         if any(g.is_sparse for g in grads):
             raise TypeError("sparse gradients are not supported")
         lib = None if self.track_diagnostics or spec.scale_kind != "e8m0" else _kernel.kernel()
-        if lib is not None and not all(g.dtype == torch.float32 and g.device.type == "cpu"
-                                       and g.is_contiguous() for g in grads):
+        if lib is not None and not all(_c_float(g) for g in grads):
             lib = None
         if lib is not None:  # one read of the gradients, no reduction kernels
             finite = bool(lib.all_finite(_i64([g.data_ptr() for g in grads]),
@@ -524,15 +550,15 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             finite = bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all())
         if not finite:
             raise ValueError("gradient contains NaN or infinite values")
-        for p in ps:
-            state = self.state[p]
+        states = [self.state[p] for p in ps]
+        for p, state in zip(ps, states, strict=True):
             if "step" not in state:
                 state["step"] = torch.tensor(0.0)
                 state["exp_avg"] = torch.zeros(p.shape, device=p.device)
                 state["exp_avg_sq"] = torch.zeros(p.shape, device=p.device)
-        steps = [self.state[p]["step"] for p in ps]
+        steps = [st["step"] for st in states]
         torch._foreach_add_(steps, 1.0)
-        ts = [float(t) for t in steps]
+        ts = _step_values(steps)
         # fast path: parameters whose rows are their scale blocks (FP8 codes) live in one flat
         # buffer per block length (codes, scales, moments); one set of whole-buffer ops updates
         # them, or the one-pass C kernel (moments included) where it is available
@@ -549,8 +575,8 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             jobs.append((bucket, idx, lib is not None and not bucket.has_cache))
         in_kernel = {i for _, idx, use in jobs if use for i in idx}
         upd = [i for i in range(len(ps)) if i not in in_kernel]
-        ms = [self.state[p]["exp_avg"] for p in ps]
-        vs = [self.state[p]["exp_avg_sq"] for p in ps]
+        ms = [st["exp_avg"] for st in states]
+        vs = [st["exp_avg_sq"] for st in states]
         if upd:
             mu, vu, gu = [ms[i] for i in upd], [vs[i] for i in upd], [grads[i] for i in upd]
             torch._foreach_lerp_(mu, gu, 1 - beta1)
@@ -629,29 +655,27 @@ class ECOAdamW(_QuantizedWeightOptimizer):
         if any(g.is_sparse for g in grads):
             raise TypeError("sparse gradients are not supported")
         lib = _kernel.kernel()
-        if lib is not None and all(g.dtype == torch.float32 and g.device.type == "cpu"
-                                   and g.is_contiguous() for g in grads):
+        c_grads = lib is not None and all(_c_float(g) for g in grads)
+        if c_grads:
             finite = bool(lib.all_finite(_i64([g.data_ptr() for g in grads]),
                                          _i64([g.numel() for g in grads]), len(grads)))
         else:
             finite = bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all())
         if not finite:
             raise ValueError("gradient contains NaN or infinite values")
-        for p in ps:
-            state = self.state[p]
+        states = [self.state[p] for p in ps]
+        for p, state in zip(ps, states, strict=True):
             if "step" not in state:
                 state["step"] = torch.tensor(0.0)
                 state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        steps = [self.state[p]["step"] for p in ps]
+        steps = [st["step"] for st in states]
         torch._foreach_add_(steps, 1.0)
-        ts = [float(t) for t in steps]
-        ms = [self.state[p]["exp_avg"] for p in ps]
-        vs = [self.state[p]["exp_avg_sq"] for p in ps]
-        sqrt_fn = _kernel.sqrt_function() if lib is not None else None
-        if sqrt_fn is not None and all(t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
-                                       and t.shape == p.shape for p, m, v, g in zip(ps, ms, vs, grads, strict=True)
-                                       for t in (p, m, v, g)):
+        ts = _step_values(steps)
+        ms = [st["exp_avg"] for st in states]
+        vs = [st["exp_avg_sq"] for st in states]
+        sqrt_fn = _kernel.sqrt_function() if c_grads else None
+        if sqrt_fn is not None and _c_float_group(ps, ms, vs, grads):
             # the same ops in C, tensor by tensor in chunks (same bits: tested against the foreach ops)
             n = len(ps)
             lib.adamw_float(n, _i64([p.data_ptr() for p in ps]), _i64([g.data_ptr() for g in grads]),
@@ -707,7 +731,7 @@ class ECOAdamW(_QuantizedWeightOptimizer):
                 coeff *= decay
         n_rows, k = b.codes.shape
         step_rows = max(1, _CHUNK // k)
-        seg_end = _i64(list(itertools.accumulate(b.rows)))
+        seg_end = b.seg_end
         seg_ptr = _i64([g.data_ptr() for g in grads])
         stochastic = group["rounding"] == "stochastic"
         sqrt_fn = _kernel.sqrt_function()
@@ -719,7 +743,9 @@ class ECOAdamW(_QuantizedWeightOptimizer):
             # k even the random words do not depend on how the rows are chunked
             g_rows = max(1, _GROUP // k)
             if _kernel.simd():  # 8 lanes, MKL's sqrt sequence in the kernel (self-tested)
-                rbuf, buf = torch.empty(g_rows * k + 8, dtype=torch.int32), torch.empty(2 * k + 16)
+                if b.buffers is None:
+                    b.buffers = (torch.empty(g_rows * k + 8, dtype=torch.int32), torch.empty(2 * k + 16))
+                rbuf, buf = b.buffers
                 lib.eco_step8(n_rows, k, g_rows, b.codes.data_ptr(), b.scale.data_ptr(), b.m.data_ptr(),
                               b.v.data_ptr(), seg_end, seg_ptr, None if state is None else state.data_ptr(),
                               sqrt_fn, _kernel.VML_MODE, f.mbits, f.ebits, f.bias, f.max_normal, 1 - beta1,
@@ -888,6 +914,8 @@ class _FlatBucket:
             r0 += r
         self.ptrs = self._ptrs(state)
         self.has_cache = any(p._cache is not None for p in self.params)
+        self.seg_end = (ctypes.c_int64 * len(self.rows))(*itertools.accumulate(self.rows))  # kernel's row table
+        self.buffers: tuple[torch.Tensor, torch.Tensor] | None = None  # the 8-wide kernel's scratch
 
     def _ptrs(self, state) -> list[tuple[int, ...]]:
         return [(p.qtensor.codes.data_ptr(), p.qtensor.scale.data_ptr(),
