@@ -31,11 +31,16 @@ def _model(seed: int = 0) -> nn.Module:
 
 
 def _run(enabled: bool, spec: QuantSpec, rounding: str, ef: bool, wd: float, steps: int = 12,
-         lr: float = 3e-3, simd: bool = True):
+         lr: float = 3e-3, simd: bool = True, wide: bool = False):
     _kernel.set_enabled(enabled)
     _kernel.set_simd(simd)
     try:
         m = _model()
+        if wide:  # magnitudes over twelve decades in every row: many values in the FP8 subnormal range
+            g = torch.Generator().manual_seed(3)
+            with torch.no_grad():
+                for p in m.parameters():
+                    p.mul_(torch.pow(10.0, -12 * torch.rand(p.shape, generator=g)))
         gen = torch.Generator().manual_seed(123)
         opt = ECOAdamW(eco_param_groups(m, spec, exclude=()), lr=lr, betas=(0.9, 0.95),
                        weight_decay=wd, rounding=rounding, error_feedback=ef, generator=gen)
@@ -78,6 +83,21 @@ def test_kernel_step_is_bit_identical_to_the_eager_step(spec, rounding, ef, wd, 
     for u, v in zip(sa, sb, strict=True):
         assert u.dtype == v.dtype and torch.equal(u, v)
     assert torch.equal(ga.get_state(), gb.get_state())  # the same random words were drawn
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["8wide", "portable"])
+@pytest.mark.parametrize("spec", [FP8, E5M2], ids=["e4m3", "e5m2"])
+@pytest.mark.parametrize("rounding", ["stochastic", "nearest"])
+def test_kernel_step_is_bit_identical_with_fp8_subnormals(spec, rounding, simd):
+    a, oa, ga = _run(True, spec, rounding, True, 0.1, simd=simd, wide=True, lr=1e-12)
+    b, ob, gb = _run(False, spec, rounding, True, 0.1, wide=True, lr=1e-12)
+    codes = torch.cat([p.qtensor.codes.view(torch.uint8).reshape(-1) for p in a.parameters()
+                       if getattr(p, "qtensor", None) is not None])
+    exp_bits = 0x78 if spec is FP8 else 0x7C
+    assert ((codes & exp_bits) == 0).float().mean() > 0.05  # subnormal codes (and zeros) are common
+    for u, v in zip(_state(a, oa), _state(b, ob), strict=True):
+        assert u.dtype == v.dtype and torch.equal(u, v)
+    assert torch.equal(ga.get_state(), gb.get_state())
 
 
 def test_kernel_sr_path_is_used_for_even_rows_and_the_chunked_path_for_odd_rows(monkeypatch):

@@ -578,33 +578,44 @@ static inline void pass2(const float *th, const float *den, const uint32_t *rb, 
     f8 y = _mm256_mul_ps(LDF(th), INV);
     f8 ay = AS_F(_mm256_and_si256(AS_I(y), I1(0x7fffffffu)));
     f8 is_sub = _mm256_cmp_ps(ay, c->sub_thr, _CMP_LT_OQ);
+    const int any_sub = _mm256_movemask_ps(is_sub);  /* lanes in the subnormal range: rare */
     f8 t; i8 code;
     if (rb) {
         i8 rr = _mm256_and_si256(_mm256_shuffle_epi32(LDI(rb), 0xb1), c->rmask);  /* d2, d1 of each pair */
-        f8 qf = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
-                                              _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale)));
-        f8 tsub = AS_F(_mm256_or_si256(AS_I(_mm256_mul_ps(qf, c->down)),
-                                       _mm256_and_si256(AS_I(y), I1(0x80000000u))));
         f8 tn = AS_F(_mm256_and_si256(_mm256_add_epi32(AS_I(y), rr), c->nrmask));
-        t = _mm256_blendv_ps(tn, tsub, is_sub);
-        i8 ut = AS_I(t);
-        i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_and_si256(ut, I1(0x7fffffffu)), c->sh_d), c->qoff);
-        i8 mag = _mm256_blendv_epi8(qn, _mm256_cvttps_epi32(qf), AS_I(is_sub));
-        code = _mm256_and_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(ut, 24), I1(0x80u)), mag),
+        i8 mag;
+        if (!any_sub) {
+            t = tn;
+            mag = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_and_si256(AS_I(t), I1(0x7fffffffu)), c->sh_d), c->qoff);
+        } else {
+            f8 qf = _mm256_floor_ps(_mm256_add_ps(_mm256_mul_ps(ay, c->up),
+                                                  _mm256_mul_ps(_mm256_cvtepi32_ps(rr), c->rscale)));
+            f8 tsub = AS_F(_mm256_or_si256(AS_I(_mm256_mul_ps(qf, c->down)),
+                                           _mm256_and_si256(AS_I(y), I1(0x80000000u))));
+            t = _mm256_blendv_ps(tn, tsub, is_sub);
+            i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_and_si256(AS_I(t), I1(0x7fffffffu)), c->sh_d), c->qoff);
+            mag = _mm256_blendv_epi8(qn, _mm256_cvttps_epi32(qf), AS_I(is_sub));
+        }
+        code = _mm256_and_si256(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(AS_I(t), 24), I1(0x80u)), mag),
                                 c->lo8);
     } else if (exact_t) {
         i8 u = AS_I(y), a = AS_I(ay);
         i8 sign = _mm256_and_si256(u, I1(0x80000000u));
-        f8 qsf = _mm256_add_ps(_mm256_mul_ps(ay, c->up), F1(8388608.0f));
-        i8 qs = _mm256_and_si256(AS_I(qsf), I1(0x7fffffu));
         i8 an = _mm256_add_epi32(_mm256_add_epi32(a, c->half_m1),
                                  _mm256_and_si256(_mm256_srl_epi32(a, c->sh_d), I1(1)));
         i8 qn = _mm256_sub_epi32(_mm256_srl_epi32(an, c->sh_d), c->qoff);
-        code = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(sign, 24),
-                                                _mm256_blendv_epi8(qn, qs, AS_I(is_sub))), c->lo8);
-        f8 tsub = _mm256_mul_ps(_mm256_sub_ps(qsf, F1(8388608.0f)), c->down);
-        t = AS_F(_mm256_or_si256(_mm256_blendv_epi8(_mm256_and_si256(an, c->nrmask), AS_I(tsub),
-                                                    AS_I(is_sub)), sign));
+        i8 tn = _mm256_and_si256(an, c->nrmask);
+        if (!any_sub) {
+            code = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(sign, 24), qn), c->lo8);
+            t = AS_F(_mm256_or_si256(tn, sign));
+        } else {
+            f8 qsf = _mm256_add_ps(_mm256_mul_ps(ay, c->up), F1(8388608.0f));
+            i8 qs = _mm256_and_si256(AS_I(qsf), I1(0x7fffffu));
+            code = _mm256_and_si256(_mm256_or_si256(_mm256_srli_epi32(sign, 24),
+                                                    _mm256_blendv_epi8(qn, qs, AS_I(is_sub))), c->lo8);
+            f8 tsub = _mm256_mul_ps(_mm256_sub_ps(qsf, F1(8388608.0f)), c->down);
+            t = AS_F(_mm256_or_si256(_mm256_blendv_epi8(tn, AS_I(tsub), AS_I(is_sub)), sign));
+        }
     } else {
         code = rne8(y, c);
         t = decode8(code, c);
