@@ -489,7 +489,7 @@ void mt_random_bits8(uint8_t *gstate, uint32_t *out, int64_t n_words) {
 typedef struct {
     int mbits, ebits, bias, d;
     f8 up, down, sub_thr, sub_unit, rscale;
-    i8 rmask, nrmask, emask, mmask, ebias, half_m1, qoff, lo8;
+    i8 rmask, nrmask, emask, mmask, ebias, ebias23, sub_code, half_m1, qoff, lo8;
     __m128i sh_m, sh_d, sh_mant;
 } fp8c;
 
@@ -504,6 +504,8 @@ static inline fp8c fp8_consts(int mbits, int ebits, int bias) {
     c.rmask = I1(rmask); c.nrmask = I1(~rmask);
     c.emask = I1((1u << ebits) - 1u); c.mmask = I1((1u << mbits) - 1u);
     c.ebias = I1((uint32_t)(127 - bias));
+    c.ebias23 = I1((uint32_t)(127 - bias) << 23);
+    c.sub_code = I1(1u << mbits);
     c.half_m1 = I1((1u << (c.d - 1)) - 1u);
     c.qoff = I1((uint32_t)(127 - bias) << mbits);
     c.lo8 = I1(0xffu);
@@ -512,16 +514,17 @@ static inline fp8c fp8_consts(int mbits, int ebits, int bias) {
     return c;
 }
 
-/* decode() on 8 codes (int32 lanes holding 0..255) */
+/* decode() on 8 codes (int32 lanes holding 0..255): a normal code's exponent-mantissa bits
+   shifted into place plus the exponent bias; the subnormal formula only for blocks that have a
+   code with exponent field 0 */
 static inline f8 decode8(i8 cd, const fp8c *c) {
+    i8 mag = _mm256_and_si256(cd, I1(0x7fu));
     i8 sign = _mm256_slli_epi32(_mm256_and_si256(cd, I1(0x80u)), 24);
-    i8 e = _mm256_and_si256(_mm256_srl_epi32(cd, c->sh_m), c->emask);
-    i8 mt = _mm256_and_si256(cd, c->mmask);
-    i8 normal = _mm256_or_si256(_mm256_or_si256(sign, _mm256_slli_epi32(_mm256_add_epi32(e, c->ebias), 23)),
-                                _mm256_sll_epi32(mt, c->sh_mant));
-    i8 sub = _mm256_or_si256(sign, AS_I(_mm256_mul_ps(_mm256_cvtepi32_ps(mt), c->sub_unit)));
-    i8 is_sub = _mm256_cmpeq_epi32(e, _mm256_setzero_si256());
-    return AS_F(_mm256_blendv_epi8(normal, sub, is_sub));
+    i8 normal = _mm256_add_epi32(_mm256_sll_epi32(mag, c->sh_mant), c->ebias23);
+    i8 is_sub = _mm256_cmpgt_epi32(c->sub_code, mag);  /* exponent field 0: mag < 2^mbits */
+    if (_mm256_testz_si256(is_sub, is_sub)) return AS_F(_mm256_or_si256(normal, sign));
+    i8 sub = AS_I(_mm256_mul_ps(_mm256_cvtepi32_ps(mag), c->sub_unit));  /* mag = mantissa here */
+    return AS_F(_mm256_or_si256(_mm256_blendv_epi8(normal, sub, is_sub), sign));
 }
 
 /* rne_code() on 8 floats: the code in the low byte of each int32 lane (as the uint8 cast) */
