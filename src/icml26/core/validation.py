@@ -222,10 +222,23 @@ def check_tensor(x: Any, name: str, *, min_dim: int = 1) -> None:
 
 def check_finite(x: Any, name: str) -> None:
     """A tensor without NaN or inf."""
+    if not tensor_all_finite(x):
+        raise ValueError(f"{name} contains NaN or inf")
+
+
+def tensor_all_finite(x: Any) -> bool:
+    """``bool(torch.isfinite(x).all())``; a dense float CPU tensor is looked at through numpy
+    (the same answer, several times faster on this CPU build: a check per solver call and per
+    training step adds up)."""
     import torch
 
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError(f"{name} contains NaN or inf")
+    if (isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.layout == torch.strided
+            and x.dtype in (torch.float32, torch.float64, torch.float16)):
+        try:
+            return bool(np.isfinite(x.detach().numpy()).all())
+        except (RuntimeError, TypeError):  # a tensor numpy cannot view (functorch wrappers, ...)
+            pass
+    return bool(torch.isfinite(x).all())
 
 
 def check_time(t: Any, batch: int) -> None:

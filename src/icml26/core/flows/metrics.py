@@ -9,6 +9,7 @@ All functions take numpy arrays or torch tensors of shape ``(n, D)`` and return 
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 
@@ -39,6 +40,17 @@ def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+@functools.lru_cache(maxsize=64)
+def _projections(d: int, n_proj: int, seed: int) -> np.ndarray:
+    """POT's ``ot.sliced.get_random_projections(d, n_proj, seed)`` (numpy backend: normals of
+    ``RandomState(seed)``, columns normalised), computed once per ``(d, n_proj, seed)`` without
+    importing POT and the backends it loads (seconds); read-only."""
+    proj = np.random.RandomState(seed).randn(d, n_proj)
+    proj = np.asarray(proj / np.sqrt(np.sum(proj**2, 0, keepdims=True)), dtype=np.float64)
+    proj.setflags(write=False)
+    return proj
+
+
 def sliced_wasserstein(a, b, *, n_proj: int = 256, seed: int = 0, p: int = 2) -> float:
     """Monte-Carlo sliced p-Wasserstein distance, as ``ot.sliced_wasserstein_distance``.
 
@@ -55,16 +67,21 @@ def sliced_wasserstein(a, b, *, n_proj: int = 256, seed: int = 0, p: int = 2) ->
     seed : int
         Seed of the directions, so that arms compared on the same seed share them.
     """
-    import ot
-
     a, b = _pair(a, b)
     if isinstance(n_proj, bool) or not isinstance(n_proj, int) or n_proj <= 0:
         raise ValueError("n_proj must be a positive int")
     if p < 1:
         raise ValueError(f"p must be >= 1, got {p}")
     if a.shape[0] != b.shape[0]:
+        import ot
+
         return float(ot.sliced_wasserstein_distance(a, b, n_projections=n_proj, seed=seed, p=p))
-    proj = np.asarray(ot.sliced.get_random_projections(a.shape[1], n_proj, seed), dtype=np.float64)
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        proj = _projections(a.shape[1], n_proj, int(seed))
+    else:  # None (fresh directions) or a RandomState: POT's own draw
+        import ot
+
+        proj = np.asarray(ot.sliced.get_random_projections(a.shape[1], n_proj, seed), dtype=np.float64)
     pa, pb = np.sort(a @ proj, axis=0), np.sort(b @ proj, axis=0)
     return float(np.mean(np.abs(pa - pb) ** p) ** (1.0 / p))
 

@@ -12,7 +12,11 @@ import math
 from typing import Protocol, runtime_checkable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.modules import module as _m
+
+_FREQS: dict[tuple[int, float], Tensor] = {}
 
 
 @runtime_checkable
@@ -38,9 +42,13 @@ def sinusoidal_embedding(t: Tensor, dim: int, max_period: float = 10_000.0) -> T
     """
     if dim % 2:
         raise ValueError(f"embedding dim must be even, got {dim}")
-    half = dim // 2
-    freqs = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32) / half)
-    args = 1000.0 * t.float()[:, None] * freqs[None, :]
+    key = (int(dim), float(max_period))
+    freqs = _FREQS.get(key)
+    if freqs is None:  # computed once per (dim, max_period): the same tensor every call
+        half = dim // 2
+        freqs = _FREQS[key] = torch.exp(-math.log(max_period) * torch.arange(half, dtype=torch.float32)
+                                        / half)
+    args = (1000.0 * t.float()).unsqueeze(1) * freqs  # = 1000 t[:, None] * freqs[None, :]
     return torch.cat([torch.cos(args), torch.sin(args)], dim=-1).to(t.dtype if t.is_floating_point()
                                                                     else torch.float32)
 
@@ -85,7 +93,29 @@ class MLPVelocity(nn.Module):
             if cond is None or cond.shape != (x.shape[0], self.cond_dim):
                 raise ValueError(f"cond must have shape (B, {self.cond_dim})")
             parts.append(cond.to(x.dtype))
-        return self.net(torch.cat(parts, dim=-1))
+        h = torch.cat(parts, dim=-1)
+        # the layers' own functions, without nn.Module's call machinery (the same arithmetic; that
+        # machinery dominates the cost of a small batch); a hook anywhere, or a layer of another
+        # type, takes the module path
+        if (_m._global_forward_hooks or _m._global_forward_pre_hooks or _m._global_backward_hooks
+                or _m._global_backward_pre_hooks or self.net._forward_hooks
+                or self.net._forward_pre_hooks or self.net._backward_hooks
+                or self.net._backward_pre_hooks):
+            return self.net(h)
+        x_in = h
+        for layer in self.net._modules.values():
+            if (layer._forward_hooks or layer._forward_pre_hooks or layer._backward_hooks
+                    or layer._backward_pre_hooks):
+                return self.net(x_in)
+            kind = type(layer)
+            if kind is nn.Linear:
+                p = layer._parameters
+                h = F.linear(h, p["weight"], p["bias"])
+            elif kind is nn.SiLU:
+                h = F.silu(h)
+            else:
+                return self.net(x_in)
+        return h
 
 
 class TinyConvVelocity(nn.Module):

@@ -18,6 +18,7 @@ never passes silently.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,12 @@ def make_time_grid(steps: int, t0: float = 0.0, t1: float = 1.0, *, power: float
         grid = t0 + (t1 - t0) * s
     grid[0], grid[-1] = t0, t1
     return grid.to(dtype)
+
+
+@functools.lru_cache(maxsize=256)
+def _uniform_times(steps: int, t0: float, t1: float) -> tuple[float, ...]:
+    """``make_time_grid(steps, t0, t1)`` (float64) as Python floats, built once per grid."""
+    return tuple(make_time_grid(steps, t0, t1, dtype=torch.float64).tolist())
 
 
 def _check_grid(grid: Tensor) -> Tensor:
@@ -169,13 +176,17 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
     if method not in FIXED_METHODS and method not in ADAPTIVE_METHODS:
         raise ValueError(f"unknown method {method!r}; use one of "
                          f"{sorted(FIXED_METHODS) + sorted(ADAPTIVE_METHODS)}")
+    times = None
     if time_grid is None:
         for name, val in (("t0", t0), ("t1", t1)):
             if not 0.0 <= float(val) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {val}")
         if float(t0) == float(t1):
             raise ValueError("t0 and t1 must differ")
-        grid = make_time_grid(steps, float(t0), float(t1), dtype=torch.float64)
+        if method in FIXED_METHODS and type(steps) is int:  # (bools and floats: validated below)
+            times = _uniform_times(steps, float(t0), float(t1))
+        else:
+            grid = make_time_grid(steps, float(t0), float(t1), dtype=torch.float64)
     else:
         grid = _check_grid(torch.as_tensor(time_grid, dtype=torch.float64))
     if method in ADAPTIVE_METHODS:
@@ -185,7 +196,8 @@ def integrate(model: Callable[..., Tensor], x: Tensor, *, t0: float = 0.0, t1: f
                          check_steps).x
     field = _Field(model, cond, velocity_transform, check_steps)
     ctx = torch.enable_grad() if grad else torch.no_grad()
-    times = grid.tolist()
+    if times is None:
+        times = grid.tolist()
     with ctx:
         path = [x]
         for k in range(len(times) - 1):

@@ -62,7 +62,6 @@ from icml26.core.flows import (
     tensor_sampler,
     train_flow,
 )
-from icml26.core.flows.train import ema_update
 from icml26.harness import (
     NOT_REPRODUCED,
     REPRODUCED,
@@ -265,11 +264,21 @@ def _train_mix(c: Config, data: torch.Tensor, seed: int, loss_fn=None, sweep: bo
     for p in ema_net.parameters():
         p.requires_grad_(False)
     early = set(c.mix_sweep[:-1]) if sweep else set()
+    last = max(early, default=0)
+    # ema_update(ema_net, net, decay) over lists built once (the same foreach arithmetic as
+    # train_flow's own EMA on the CPU, bit for bit)
+    ema_p, net_p = list(ema_net.parameters()), list(net.parameters())
+    ema_b, net_b = list(ema_net.buffers()), list(net.buffers())
 
+    @torch.no_grad()
     def keep(k, loss, model):
-        if not early or k + 1 > max(early):
+        if k + 1 > last:
             return
-        ema_update(ema_net, model, min(c.ema, (1.0 + k) / (10.0 + k)))
+        decay = min(c.ema, (1.0 + k) / (10.0 + k))
+        torch._foreach_mul_(ema_p, decay)
+        torch._foreach_add_(ema_p, net_p, alpha=1.0 - decay)
+        for be, b in zip(ema_b, net_b, strict=True):
+            be.copy_(b)
         if k + 1 in early:
             snaps[k + 1] = copy.deepcopy(ema_net).eval()
 
