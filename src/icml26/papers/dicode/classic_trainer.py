@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml26.core.rl.ppo import PPO, PPOConfig
+from icml26.core.rl.ppo import PPOConfig
 
 from .craftax_backend import (
     NOT_IN_CLASSIC,
@@ -123,20 +123,12 @@ class ClassicRunner(Runner):
         if not craftax_available():
             raise ImportError("the full-craftax profile needs the optional packages craftax and "
                               'jax (pip install "icml26[craftax]")')
-        self.cfg, self.ppo_cfg, self.seed = cfg, ppo, seed
+        self._init_session(cfg, ppo, seed, ClassicWorlds(cfg.original_train_worlds),
+                           classic_obs_dim(), 17)
         self.achievements = classic_achievements()
         self.max_steps = int(original_max_steps)
-        self.rng = np.random.default_rng([seed, 7])
-        self.original = ClassicWorlds(cfg.original_train_worlds)
         self.train_world_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
         self.eval_world_seed = int(np.random.SeedSequence([seed, 2]).generate_state(1)[0])
-        total = cfg.sessions * cfg.updates_per_session
-        self.agent = PPO(ppo, classic_obs_dim(), 17, seed=seed, total_updates=total)
-        self.r_orig: float | None = None
-        self.curve: list[float] = []
-        self.env_steps = 0
-        self.env: ClassicLevelEnv | None = None
-        self.obs = None
         self.last_eval: dict[str, np.ndarray] = {}
 
     def check_arm(self, arm: str) -> None:

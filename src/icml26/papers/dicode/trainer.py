@@ -128,16 +128,23 @@ class Runner:
     compile = staticmethod(compile_levels)
 
     def __init__(self, cfg: CurriculumConfig, ppo: PPOConfig, seed: int) -> None:
+        self._init_session(cfg, ppo, seed, make_bank(OriginalLevel(), cfg.original_train_worlds,
+                                                     np.random.SeedSequence([seed, 1]), cfg.size),
+                           obs_dim(), 11)
+
+    def _init_session(self, cfg: CurriculumConfig, ppo: PPOConfig, seed: int, original,
+                      n_obs: int, n_actions: int) -> None:
+        """The state every game's runner starts with: the original game's training worlds, a fresh
+        PPO agent over the whole session budget, empty curve and counters."""
         self.cfg, self.ppo_cfg, self.seed = cfg, ppo, seed
         self.rng = np.random.default_rng([seed, 7])
-        self.original = make_bank(OriginalLevel(), cfg.original_train_worlds,
-                                  np.random.SeedSequence([seed, 1]), cfg.size)
+        self.original = original
         total = cfg.sessions * cfg.updates_per_session
-        self.agent = PPO(ppo, obs_dim(), 11, seed=seed, total_updates=total)
+        self.agent = PPO(ppo, n_obs, n_actions, seed=seed, total_updates=total)
         self.r_orig: float | None = None
         self.curve: list[float] = []
         self.env_steps = 0
-        self.env: MicroCraftEnv | None = None
+        self.env = None
         self.obs = None
 
     @property
