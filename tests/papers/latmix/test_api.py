@@ -4,6 +4,7 @@ outlier injection, the error bound and bad inputs."""
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -422,3 +423,37 @@ def test_soft_probe_accuracy_is_the_mean_softmax_probability_of_the_answer(monke
     assert acc == pytest.approx(1 / 3)  # item 0 right, item 1 wrong, item 2 a tie -> argmax 0
     assert soft == pytest.approx(expected, abs=1e-12)
     assert soft == pytest.approx((0.6439142598879724 + 0.2111220146726849 + 0.25) / 3, abs=1e-9)
+
+
+def test_refused_fold_is_a_typed_error_with_the_condition():
+    from icml26.papers.latmix import IllConditionedTransform
+
+    m = MXLinear(torch.nn.Linear(64, 40), _ill_conditioned(cond=1e6), "mxfp4", "mxfp4")
+    with pytest.raises(IllConditionedTransform) as info:
+        m.fold()
+    assert isinstance(info.value, ValueError)
+    assert info.value.condition == pytest.approx(1e6, rel=1e-3)
+
+
+def test_experiment_scores_a_refused_grid_point_inf_and_never_picks_it(monkeypatch):
+    """A grid point whose transform the library refuses to fold is unusable: the tuner sees +inf,
+    picks a point that folds (the "off" setting always does), and the refusal is recorded; the
+    other formats fall back to the start (lr 0) when the chosen setting is refused there."""
+    from icml26.papers.latmix import IllConditionedTransform
+    from icml26.papers.latmix import experiment as E
+
+    real = E._quantized
+
+    def refusing(base, arm, fmt, lr, config, seed, calib, alpha=0.5, steps=None):
+        if arm == "latmix" and lr > 0:
+            raise IllConditionedTransform("refused (test)", 3e8, "T2_0_down")
+        return real(base, arm, fmt, lr, config, seed, calib, alpha=alpha, steps=steps)
+
+    monkeypatch.setattr(E, "_quantized", refusing)
+    out = E.run(E.Config.smoke(), 0)
+    assert out.tuning["latmix"].chosen["lr"] == 0.0
+    assert math.isinf(out.tuning["latmix"].scores[1])
+    refused = out.extras["refused_folds"]["injected"]
+    assert {r["arm"] for r in refused} == {"latmix"}
+    assert all(r["condition"] == 3e8 and r["transform"] == "T2_0_down" for r in refused)
+    assert all(math.isfinite(v) for v in out.metrics["latmix"].values())

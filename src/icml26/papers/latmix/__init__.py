@@ -15,6 +15,7 @@ Building blocks: :class:`InvertibleAffine` (LU / QR / rotation / fixed, + bias, 
 from .api import (
     NON_MX,
     SITE_KINDS,
+    IllConditionedTransform,
     LatmixConfig,
     MXLinear,
     QuantizeReport,
@@ -38,7 +39,7 @@ PAPER = {
 }
 
 __all__ = [
-    "NON_MX", "PAPER", "SITE_KINDS", "InvertibleAffine", "LatmixConfig", "MXLinear", "QuantizeReport",
+    "NON_MX", "PAPER", "SITE_KINDS", "IllConditionedTransform", "InvertibleAffine", "LatmixConfig", "MXLinear", "QuantizeReport",
     "block_hadamard_matrix", "build_transforms", "distillation_loss", "find_sites", "hadamard_matrix",
     "inject_outliers", "make_probes", "make_quantizer", "mx_bound_terms", "nats_per_token",
     "probe_accuracy", "probe_scores", "quantize_", "volume_regularizer",

@@ -47,7 +47,18 @@ MAX_CONDITION = 1e4
 """Default refusal threshold of the fold's condition-number guard: ``cond(A) * 2^-24 <= 6e-4``, a
 relative float32 fold error far below the smallest MX rounding step (MXFP8 E4M3: 2^-4 relative
 half-spacing), so the guard never refuses a transform whose fold error could matter less than
-the quantization it serves; learned transforms in our runs stay near cond 1-10."""
+the quantization it serves. Learned transforms mostly stay near cond 1-10; one grid point of a
+full-profile tuning run reached 2.5e8 (issue 46), which the guard refuses."""
+
+
+class IllConditionedTransform(ValueError):
+    """A learned transform's condition number exceeds ``max_condition``: folding it in float32
+    would lose about ``cond * 2^-24`` relative accuracy, so the fold is refused. Carries
+    ``condition`` and ``key`` (the transform's name, when known)."""
+
+    def __init__(self, message: str, condition: float, key: str | None = None) -> None:
+        super().__init__(message)
+        self.condition, self.key = float(condition), key
 
 
 # ----------------------------------------------------------------------------------------------
@@ -232,7 +243,7 @@ class MXLinear(nn.Module):
     def fold(self, max_condition: float = MAX_CONDITION) -> None:
         """Materialise ``A``, ``b``, ``Q_w(W A^-T)`` and ``c - W A^-T b`` as buffers.
 
-        Refuses (``ValueError``) a non-diagonal ``A`` whose condition number exceeds
+        Refuses (:class:`IllConditionedTransform`, a ``ValueError``) a non-diagonal ``A`` whose condition number exceeds
         ``max_condition``: the folded layer computes ``(x A) (W A^-T)^T`` in float32, whose
         relative error grows like ``cond(A) * 2^-24`` (a fold at cond 2.8e10 changed the output by
         2.7e-3 with nothing reported). A diagonal ``A`` (SmoothQuant) scales and unscales each
@@ -243,10 +254,11 @@ class MXLinear(nn.Module):
             if bool((a - torch.diag(torch.diagonal(a))).any()):
                 cond = self.transform.condition_number()
                 if not cond <= max_condition:
-                    raise ValueError(f"transform condition number {cond:.3g} exceeds max_condition="
-                                     f"{max_condition:g}: the float32 fold would lose ~{cond * 2.0**-24:.1e} "
-                                     "relative accuracy (regularise the transform, e.g. a larger "
-                                     "lambda_vol, or raise max_condition knowingly)")
+                    raise IllConditionedTransform(
+                        f"transform condition number {cond:.3g} exceeds max_condition="
+                        f"{max_condition:g}: the float32 fold would lose ~{cond * 2.0**-24:.1e} "
+                        "relative accuracy (regularise the transform, e.g. a larger "
+                        "lambda_vol, or raise max_condition knowingly)", cond)
         w, c = self.folded_weights()
         if not bool(torch.isfinite(w).all()):
             raise FloatingPointError("folded weight is not finite (ill-conditioned transform)")
@@ -462,8 +474,10 @@ def quantize_(model: nn.Module, config: LatmixConfig, calib: torch.Tensor | None
             key = next(k for k, t in transforms.items() if t is m.transform)
             a = m.transform.matrix().detach()
             if bool((a - torch.diag(torch.diagonal(a))).any()) and not report.condition[key] <= config.max_condition:
-                raise ValueError(f"transform {key} has condition number {report.condition[key]:.3g} > "
-                                 f"max_condition={config.max_condition:g}: refusing to fold (see MXLinear.fold)")
+                raise IllConditionedTransform(
+                    f"transform {key} has condition number {report.condition[key]:.3g} > "
+                    f"max_condition={config.max_condition:g}: refusing to fold (see MXLinear.fold)",
+                    report.condition[key], key)
     for m in wrapped:
         m.set_formats(config.act_fmt, config.weight_fmt)
         m.fold(config.max_condition)

@@ -57,7 +57,7 @@ from icml26.harness.pins import TRAINING_TOLERANCE
 from icml26.harness.plots import save_figure
 from icml26.harness.tuning import TuningSpec, tune_arms
 
-from .api import LatmixConfig, MXLinear, find_sites, quantize_
+from .api import IllConditionedTransform, LatmixConfig, MXLinear, find_sites, quantize_
 from .bound import mx_bound_terms
 from .evaluate import make_probes, nats_per_token, probe_metrics
 from .outliers import inject_outliers
@@ -320,9 +320,18 @@ def _run_condition(config: Config, seed: int, condition: str, metrics: dict, ext
         main = "mxfp4"
         fitted: dict[tuple[str, float, int], tuple] = {}
 
+        refused = extras.setdefault("refused_folds", {}).setdefault(condition, [])
+
         def scorer(arm: str):
             def validate(p):
-                model, rep = _quantized(base, arm, main, p["lr"], config, seed, calib, steps=p["steps"])
+                try:
+                    model, rep = _quantized(base, arm, main, p["lr"], config, seed, calib, steps=p["steps"])
+                except IllConditionedTransform as e:
+                    # the library refuses to fold it (float32 fold error ~ cond * 2^-24): this grid
+                    # point is unusable, scored +inf so the tuner never picks it ("off" always folds)
+                    refused.append({"arm": arm, "fmt": main, "lr": p["lr"], "steps": p["steps"],
+                                    "transform": e.key, "condition": e.condition})
+                    return math.inf
                 fitted[(arm, p["lr"], p["steps"])] = (model, rep)
                 return nats_per_token(model, val, bs, config.val_windows)
             return validate
@@ -361,7 +370,15 @@ def _run_condition(config: Config, seed: int, condition: str, metrics: dict, ext
                     elif arm == "mx_unaware":  # format-independent training: reuse the transform
                         model, rep = _reformat(fitted[(arm, lr, st)][0], fmt), fitted[(arm, lr, st)][1]
                     else:
-                        model, rep = _quantized(base, arm, fmt, lr, config, seed, calib, steps=st)
+                        try:
+                            model, rep = _quantized(base, arm, fmt, lr, config, seed, calib, steps=st)
+                        except IllConditionedTransform as e:
+                            # refused at this format with the setting chosen under MXFP4: the arm
+                            # falls back to its start (lr 0, the Hadamard), as a user would
+                            refused.append({"arm": arm, "fmt": fmt, "lr": lr, "steps": st,
+                                            "transform": e.key, "condition": e.condition,
+                                            "fallback": "lr 0"})
+                            model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib, steps=st)
                 else:
                     alpha = tuned["smoothquant"].chosen["alpha"] if arm == "smoothquant" else 0.5
                     model, rep = _quantized(base, arm, fmt, 0.0, config, seed, calib, alpha=alpha)
