@@ -127,7 +127,8 @@ def markers(kind: str, profile: str = "quick") -> tuple[str, str]:
     return f"<!-- {name}:start -->", f"<!-- {name}:end -->"
 
 
-def _replace_between(text: str, start: str, end: str, body: str) -> str:
+def replace_between(text: str, start: str, end: str, body: str) -> str:
+    """``text`` with what lies between the ``start`` and ``end`` markers replaced by ``body``."""
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
     if not pattern.search(text):
         raise ValueError(f"markers {start} ... {end} not found")
@@ -146,7 +147,7 @@ def write_readmes(summary: Mapping[str, Any], root: str | Path = ".") -> list[Pa
     if summary["profile"] == "quick":
         readme = root / "README.md"
         text = readme.read_text(encoding="utf-8")
-        new = _replace_between(text, TABLE_START, TABLE_END, render_papers_table(summary))
+        new = replace_between(text, TABLE_START, TABLE_END, render_papers_table(summary))
         if new != text:
             atomic_write_text(readme, new)
             changed.append(readme)
@@ -158,7 +159,7 @@ def write_readmes(summary: Mapping[str, Any], root: str | Path = ".") -> list[Pa
         text = path.read_text(encoding="utf-8")
         if start not in text:
             continue
-        new = _replace_between(text, start, end, render_claims_table(summary, slug))
+        new = replace_between(text, start, end, render_claims_table(summary, slug))
         if new != text:
             atomic_write_text(path, new)
             changed.append(path)
@@ -192,7 +193,7 @@ def copy_plots(results_dir: str | Path, root: str | Path = ".", profile: str = "
                 continue
             shutil.copyfile(src, dest / src.name)
             lines += [f"![{src.stem.replace('_', ' ')}](../../../../docs/plots/{sub}/{src.name})", ""]
-        new = _replace_between(text, start, end, "\n".join(lines).rstrip())
+        new = replace_between(text, start, end, "\n".join(lines).rstrip())
         if new != text:
             atomic_write_text(readme, new)
             changed.append(readme)
