@@ -33,14 +33,14 @@ from .solvers import (
     nfe_of,
     sample,
 )
-from .train import TrainResult, ema_update, tensor_sampler, train_flow
+from .train import ForeachEMA, TrainResult, ema_update, tensor_sampler, train_flow
 
 __all__ = [
     "ADAPTIVE_METHODS", "FIXED_METHODS", "PRIORS", "AdaptiveSolution", "PriorCache",
     "SavedTensorStats", "cached_prior", "saved_tensor_bytes", "CondOTPath", "DigitsFeatures",
     "GaussianMixture", "MLPVelocity", "PathSample", "TinyConvVelocity", "TrainResult",
     "VelocityField", "adaptive_integrate", "c2st", "call_model", "cfm_loss", "classifier_fid",
-    "digits", "draw_path", "ema_update", "frechet_distance", "frechet_from_features", "integrate",
+    "ForeachEMA", "digits", "draw_path", "ema_update", "frechet_distance", "frechet_from_features", "integrate",
     "log_prob", "make_time_grid", "masked_sq_error", "mmd_rbf", "nfe_of",
     "norm_ratio", "sample", "sample_t", "sinusoidal_embedding", "sliced_wasserstein", "std_ratio",
     "tensor_sampler", "toy2d", "train_flow",

@@ -64,8 +64,9 @@ def _clip_grad_norm_cpu(params: list[Tensor], max_norm: float) -> None:
     torch._foreach_mul_(grads, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
 
 
-class _EMA:
-    """:func:`ema_update` over parameter and buffer lists built once (foreach on the CPU)."""
+class ForeachEMA:
+    """:func:`ema_update` over parameter and buffer lists built once, with foreach kernels (the
+    same arithmetic; used by ``train_flow`` on the CPU and by callers that keep their own EMA)."""
 
     def __init__(self, ema_model: nn.Module, model: nn.Module) -> None:
         self.ema_p, self.p = list(ema_model.parameters()), list(model.parameters())
@@ -141,7 +142,7 @@ def train_flow(model: nn.Module, sampler: Sampler, *, steps: int = 5000, batch_s
     for group in opt.param_groups:
         group["initial_lr"] = group["lr"]
         group["lr"] = group["initial_lr"] * schedule(0)
-    ema_step = _EMA(ema_model, model) if fast else None
+    ema_step = ForeachEMA(ema_model, model) if fast else None
     gen = torch.Generator().manual_seed(int(seed))
     losses: list[float] = []
     for k in range(steps):

@@ -49,6 +49,7 @@ from scipy.stats import spearmanr
 from icml26.core.flows import (
     FIXED_METHODS,
     DigitsFeatures,
+    ForeachEMA,
     GaussianMixture,
     MLPVelocity,
     adaptive_integrate,
@@ -265,20 +266,12 @@ def _train_mix(c: Config, data: torch.Tensor, seed: int, loss_fn=None, sweep: bo
         p.requires_grad_(False)
     early = set(c.mix_sweep[:-1]) if sweep else set()
     last = max(early, default=0)
-    # ema_update(ema_net, net, decay) over lists built once (the same foreach arithmetic as
-    # train_flow's own EMA on the CPU, bit for bit)
-    ema_p, net_p = list(ema_net.parameters()), list(net.parameters())
-    ema_b, net_b = list(ema_net.buffers()), list(net.buffers())
+    ema_step = ForeachEMA(ema_net, net)  # train_flow's own EMA arithmetic, bit for bit
 
-    @torch.no_grad()
     def keep(k, loss, model):
         if k + 1 > last:
             return
-        decay = min(c.ema, (1.0 + k) / (10.0 + k))
-        torch._foreach_mul_(ema_p, decay)
-        torch._foreach_add_(ema_p, net_p, alpha=1.0 - decay)
-        for be, b in zip(ema_b, net_b, strict=True):
-            be.copy_(b)
+        ema_step(min(c.ema, (1.0 + k) / (10.0 + k)))
         if k + 1 in early:
             snaps[k + 1] = copy.deepcopy(ema_net).eval()
 
