@@ -13,8 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
+from icml26.harness.claims import mean_se
 from icml26.harness.readme import replace_between
 
 ARM_ORDER = ("rtn", "hadamard", "block_hadamard", "smoothquant", "rotation", "mx_unaware", "latmix")
@@ -25,11 +24,11 @@ def _markers(profile: str) -> tuple[str, str]:
 
 
 def _cell(vals) -> str:
-    v = np.asarray([x for x in vals if x is not None], dtype=float)
-    if v.size == 0:
+    v = [x for x in vals if x is not None]
+    if not v:
         return ""
-    se = v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
-    return f"{v.mean():.3f} ± {se:.3f}"
+    mean, se = mean_se(v)
+    return f"{mean:.3f} ± {se if len(v) > 1 else float('nan'):.3f}"
 
 
 def arm_tables(result: dict) -> str:
