@@ -89,6 +89,12 @@ class Config(ExperimentConfig):
     a learned guard (``reward_judge="guard"``; ``"oracle"`` = the grammar judge) and the
     adaptive attacker is reported over ``adaptive_budgets`` and judged at ``claim_budget``
     (fixed before the run).
+
+    ``train_repeats`` = R trains every (arm, lr) R times from sub-seeds ``seed + 1 + 1000 r``
+    (every arm alike; replicate 0 is the single run): the lr is chosen by the mean validation
+    score, a trained arm's metrics are the means over its replicates and each replicate's values
+    are kept in ``extras["replicates"]``. Default 1: at R = 4 the seed-level gaps still spread as
+    widely (``benchmarks/magic_defender_stability.md``), so R is a diagnostic, not the remedy.
     """
 
     n_train_seeds: int = 600
@@ -111,6 +117,7 @@ class Config(ExperimentConfig):
     heldout_programs: int = 12
     adaptive_budgets: tuple[int, ...] = (1, 2, 4)
     claim_budget: int = 2
+    train_repeats: int = 1
     reward_judge: str = "guard"
     d_model: int = 48
     n_layers: int = 2
@@ -124,7 +131,7 @@ class Config(ExperimentConfig):
               "uncertain_share": (0.0, 0.9), "uncertain_max_depth": (1, 4),
               "defender_updates": (1, None), "switch_every": (1, None), "batch_size": (2, None),
               "group_size": (2, None), "num_iterations": (1, None), "heldout_programs": (1, None),
-              "claim_budget": (1, None), "d_model": (8, None), "n_layers": (1, None),
+              "claim_budget": (1, None), "train_repeats": (1, 9), "d_model": (8, None), "n_layers": (1, None),
               "r_harm": (0.0, None), "r_ref": (0.0, None), "r_fmt": (0.0, None)}
 
     def extra_checks(self) -> None:
@@ -186,6 +193,7 @@ def _zero_adv(logs, batch_size: int) -> tuple[float, float, list[float]]:
     return float(np.mean([lg["zero_adv_share"] for lg in logs])), float(np.mean(counts)), counts
 
 
+REPEAT_STRIDE = 1000  # replicate r trains from sub-seed seed + 1 + 1000 r (train_repeats <= 9 stays below 10_000)
 WORKERS = 2        # forked processes for the arms' GRPO runs (2 cores; 1 = serial; serial in a seed worker)
 GAME_THREADS = 1   # intra-op threads per GRPO run (tiny models: one thread is as fast as two)
 def _agent_bytes(agent) -> bytes:
@@ -287,25 +295,26 @@ def run(config: Config, seed: int) -> SeedOutput:
 
     n = c.defender_updates
 
-    def train_arm(arm: str, lr: float) -> dict:
+    def train_arm(arm: str, lr: float, rep: int = 0) -> dict:
         g = _game_config(c, lr)
+        sub = seed + 1 + REPEAT_STRIDE * rep  # replicate 0 is the single run's sub-seed
         out: dict = {"attacker": None, "logs_def": [], "logs_att": [], "history": None}
         if arm == "static":
             d = base.copy()
-            out["logs_def"] = train_defender_on(d, r_def, train, pool_source(lang, np.random.default_rng(seed + 1)),
-                                                g, n, seed=seed + 1)
+            out["logs_def"] = train_defender_on(d, r_def, train, pool_source(lang, np.random.default_rng(sub)),
+                                                g, n, seed=sub)
         elif arm == "no_game":  # each player alone: defender on vanilla seeds, attacker vs the base defender
             d, a = base.copy(), attacker0.copy()
             game_steps = AlternatingGRPO(a, d, r_att, r_def, lang, g).schedule.steps_for("defender", n)
             n_att = game_steps - n
-            out["logs_att"] = train_attacker_against(a, base, r_att, lang, train, g, n_att, seed=seed + 1)
-            out["logs_def"] = train_defender_on(d, r_def, train, vanilla_source, g, n, seed=seed + 1)
+            out["logs_att"] = train_attacker_against(a, base, r_att, lang, train, g, n_att, seed=sub)
+            out["logs_def"] = train_defender_on(d, r_def, train, vanilla_source, g, n, seed=sub)
             out["attacker"] = a
         else:
             d = base.copy()
             a = (attacker_prior if arm == "magic_base" else attacker0).copy()
             game = AlternatingGRPO(a, d, r_att, r_def, lang, g, freeze_attacker=arm == "frozen_attacker",
-                                   seed=seed + 1)
+                                   seed=sub)
             h = game.fit(train, n, checkpoints=arm == "magic")
             out["logs_def"] = [lg for r, lg in zip(h.roles, h.logs, strict=True) if r == "defender"]
             out["logs_att"] = [lg for r, lg in zip(h.roles, h.logs, strict=True) if r == "attacker"]
@@ -315,34 +324,34 @@ def run(config: Config, seed: int) -> SeedOutput:
         out["defender"] = d
         return out
 
-    # every (arm, lr) training is independent (own seeded generators, no dropout): they run in up
-    # to WORKERS forked processes at GAME_THREADS intra-op threads each, so the numbers are the
-    # same as a serial run's (tested); validation scores are computed with each training, and the
-    # tuner then reads them (validation before any test seed is scored, as before)
-    tasks = [(arm, float(lr)) for arm in (*ATTACKER_ARMS, "frozen_attacker", "static") for lr in c.lr_grid]
+    # every (arm, lr, replicate) training is independent (own seeded generators, no dropout): they
+    # run in up to WORKERS forked processes at GAME_THREADS intra-op threads each, so the numbers
+    # are the same as a serial run's (tested); validation scores are computed with each training,
+    # and the tuner then reads them (validation before any test seed is scored, as before)
+    R = c.train_repeats
+    tasks = [(arm, float(lr), r) for arm in (*ATTACKER_ARMS, "frozen_attacker", "static") for lr in c.lr_grid
+             for r in range(R)]
 
-    def task(arm: str, lr: float):
+    def task(arm: str, lr: float, r: int):
         with limit_torch_threads(GAME_THREADS):
-            out = train_arm(arm, lr)
+            out = train_arm(arm, lr, r)
             return val_score(out["defender"]), out
 
     with phase("grpo_and_validation"):
-        done = fork_map([partial(task, arm, lr) for arm, lr in tasks], WORKERS,
-                         pack=lambda r: (r[0], _pack_run(r[1])))
-        trained: dict[str, dict[float, dict]] = {arm: {} for arm in TRAINED}
-        scores: dict[str, dict[float, float]] = {arm: {} for arm in TRAINED}
-        for (arm, lr), (score, out) in zip(tasks, done, strict=True):
-            trained[arm][lr] = _unpack_run(out, base, attacker0) if out.get("packed") else out
-            scores[arm][lr] = score
+        done = fork_map([partial(task, *t) for t in tasks], WORKERS, pack=lambda r: (r[0], _pack_run(r[1])))
+        trained: dict[str, dict[float, list[dict]]] = {arm: {} for arm in TRAINED}
+        val: dict[str, dict[float, list[float]]] = {arm: {} for arm in TRAINED}
+        for (arm, lr, _), (score, out) in zip(tasks, done, strict=True):
+            trained[arm].setdefault(lr, []).append(_unpack_run(out, base, attacker0) if out.get("packed") else out)
+            val[arm].setdefault(lr, []).append(score)
 
-        def validator(arm: str):
-            return lambda params: scores[arm][float(params["lr"])]
+        def validator(arm: str):  # a learning rate's score: the mean over its replicates
+            return lambda params: float(np.mean(val[arm][float(params["lr"])]))
 
         tuned = tune_arms({arm: TuningSpec(grid=[{"lr": float(x)} for x in c.lr_grid], validate=validator(arm),
-                                           maximize=True, budget={"defender_updates": n})
+                                           maximize=True, budget={"defender_updates": n * R})
                            for arm in TRAINED})
-    runs = {arm: trained[arm][float(tuned[arm].chosen["lr"])] for arm in TRAINED}
-    defenders = {"base": base, **{arm: runs[arm]["defender"] for arm in TRAINED}}
+    runs = {arm: trained[arm][float(tuned[arm].chosen["lr"])] for arm in TRAINED}  # R replicates each
 
     # fixed evaluation suites (test seeds), judged by the oracle; the guard's verdicts reported
     ev_rng = np.random.default_rng(20_000 + seed)
@@ -354,18 +363,15 @@ def run(config: Config, seed: int) -> SeedOutput:
     fixed_attacks, _, _ = attacker_programs(attacker0, lang, harm, seed=30_000 + seed)
     vanilla_harm = [s.text for s in harm]
 
-    metrics: dict[str, dict[str, float]] = {}
-    curves: dict[str, dict[int, float]] = {}
     eval_phase = phase("evaluation")
     eval_phase.__enter__()
-    def evaluate(arm: str):
-        d = defenders[arm]
+    def evaluate(d):
         with limit_torch_threads(GAME_THREADS):
             r_pool = greedy_responses(d, pool_harm)
             r_held = greedy_responses(d, heldout_harm)
             asr_held, asr_held_guard = _rates((oracle, guard), heldout_harm, r_held)
             curve = adaptive_asr_curve(d, oracle, lang, harm, c.adaptive_budgets, seed=40_000 + seed)
-            return curve, {
+            return {
                 "asr_vanilla": _rates((oracle,), vanilla_harm, greedy_responses(d, vanilla_harm))[0],
                 "asr_pool": _rates((oracle,), pool_harm, r_pool)[0],
                 "asr_fixed": _rates((oracle,), fixed_attacks, greedy_responses(d, fixed_attacks))[0],
@@ -379,14 +385,25 @@ def run(config: Config, seed: int) -> SeedOutput:
                 # refusal on adversarially rewritten harmful seeds (the pool and held-out suites): the
                 # defender's movement under GRPO is this arm's value minus the base defender's (start)
                 "refusal_adv_harmful": float(np.mean([r.startswith(REFUSE) for r in r_pool + r_held])),
-                "defender_updates": float(0 if arm == "base" else n),
             }
 
-    # the arms' evaluations are independent (greedy decoding, the same seeded adaptive stream per
-    # arm): forked like the training runs; the results are plain floats
-    for arm, (curve, row) in zip(ARMS, fork_map([partial(evaluate, arm) for arm in ARMS], WORKERS), strict=True):
-        curves[arm], metrics[arm] = curve, row
+    # every defender's evaluation is independent (greedy decoding, the same seeded adaptive stream
+    # per defender): forked like the training runs; the results are plain floats. A trained arm's
+    # metrics are the means over its R replicates (each replicate's values kept in extras)
+    jobs = [("base", 0)] + [(arm, r) for arm in TRAINED for r in range(R)]
+    rows = dict(zip(jobs, fork_map([partial(evaluate, base if arm == "base" else runs[arm][r]["defender"])
+                                    for arm, r in jobs], WORKERS), strict=True))
+    per_rep: dict[str, dict[str, list[float]]] = {arm: {} for arm in ARMS}
+    for (arm, _), row in rows.items():
+        for k, v in row.items():
+            per_rep[arm].setdefault(k, []).append(v)
+
+    def mean_rows(arm: str) -> dict[str, float]:
+        return {k: float(np.mean(v)) for k, v in per_rep[arm].items()}
+
+    metrics: dict[str, dict[str, float]] = {arm: mean_rows(arm) for arm in ARMS}
     for arm in ARMS:
+        metrics[arm]["defender_updates"] = float(0 if arm == "base" else n)
         metrics[arm]["defender_shift"] = abs(metrics[arm]["refusal_adv_harmful"]
                                              - metrics["base"]["refusal_adv_harmful"])
     # the guard's error rate against the oracle (test seeds): in distribution (vanilla, depth-1)
@@ -402,54 +419,71 @@ def run(config: Config, seed: int) -> SeedOutput:
     for arm in TRAINED:
         metrics[arm]["lr"] = float(tuned[arm].chosen["lr"])
         for role, key in (("defender", "logs_def"), ("attacker", "logs_att")):
-            if runs[arm][key]:
-                share, per_step, counts = _zero_adv(runs[arm][key], c.batch_size)
+            logs = [lg for run_ in runs[arm] for lg in run_[key]]
+            if logs:
+                share, per_step, counts = _zero_adv(logs, c.batch_size)
                 # groups of G tied rewards give zero advantage: no gradient from that group
                 metrics[arm][f"zero_adv_share_{role}"] = share
                 metrics[arm][f"zero_adv_groups_per_step_{role}"] = per_step
                 zero_curves[f"{arm}/{role}"] = counts
-        if runs[arm]["logs_att"]:
-            metrics[arm]["attacker_updates"] = float(len(runs[arm]["logs_att"]))
+        if runs[arm][0]["logs_att"]:
+            metrics[arm]["attacker_updates"] = float(len(runs[arm][0]["logs_att"]))
 
     # attacker growth, novelty and reward hacking, against the base defender (same sampling seeds)
     a0, p0, f0 = attacker_programs(attacker0, lang, harm, seed=50_000 + seed)
     _, pp, _ = attacker_programs(attacker_prior, lang, harm, seed=50_000 + seed)
     start = {"magic_base": (attacker_prior, pp), "magic": (attacker0, p0), "no_game": (attacker0, p0)}
     for arm in ATTACKER_ARMS:
-        att = runs[arm]["attacker"]
         a_init, p_init = start[arm]
         attacks_init, _, _ = attacker_programs(a_init, lang, harm, seed=50_000 + seed)
-        attacks, progs, fmt = attacker_programs(att, lang, harm, seed=50_000 + seed)
         a_start = _rates((oracle,), attacks_init, greedy_responses(base, attacks_init))[0]
-        a_end, a_end_guard = _rates((oracle, guard), attacks, greedy_responses(base, attacks))
-        # reward hacking: the attacker's success on all test seeds (harmful and benign) as the
-        # guard that rewarded it sees it vs as the oracle sees it
-        all_attacks, _, _ = attacker_programs(att, lang, evals, seed=55_000 + seed)
-        s_oracle, s_guard = _rates((oracle, guard), all_attacks, greedy_responses(base, all_attacks))
-        nov = novelty(progs)
-        metrics[arm].update({
-            "attacker_asr_start": a_start, "attacker_asr_end": a_end, "attacker_asr_end_guard": a_end_guard,
-            "attacker_shift": abs(a_end - a_start),
-            "attacker_success_oracle": s_oracle, "attacker_success_guard": s_guard,
-            "reward_hack_gap": s_guard - s_oracle,
-            "composition_share_start": novelty(p_init)["composition_share"],
-            "composition_share_end": nov["composition_share"],
-            "distinct_compositions_end": nov["distinct_compositions"], "format_valid_end": fmt,
-        })
+        reps: dict[str, list[float]] = {}
+        for run_ in runs[arm]:
+            att = run_["attacker"]
+            attacks, progs, fmt = attacker_programs(att, lang, harm, seed=50_000 + seed)
+            a_end, a_end_guard = _rates((oracle, guard), attacks, greedy_responses(base, attacks))
+            # reward hacking: the attacker's success on all test seeds (harmful and benign) as the
+            # guard that rewarded it sees it vs as the oracle sees it
+            all_attacks, _, _ = attacker_programs(att, lang, evals, seed=55_000 + seed)
+            s_oracle, s_guard = _rates((oracle, guard), all_attacks, greedy_responses(base, all_attacks))
+            nov = novelty(progs)
+            for k, v in {"attacker_asr_end": a_end, "attacker_asr_end_guard": a_end_guard,
+                         "attacker_shift": abs(a_end - a_start),
+                         "attacker_success_oracle": s_oracle, "attacker_success_guard": s_guard,
+                         "reward_hack_gap": s_guard - s_oracle,
+                         "composition_share_end": nov["composition_share"],
+                         "distinct_compositions_end": nov["distinct_compositions"], "format_valid_end": fmt}.items():
+                reps.setdefault(k, []).append(v)
+        for k, v in reps.items():
+            per_rep[arm][k] = v
+        metrics[arm].update({"attacker_asr_start": a_start,
+                             "composition_share_start": novelty(p_init)["composition_share"],
+                             **{k: float(np.mean(v)) for k, v in reps.items()}})
     metrics["magic"]["format_valid_start"] = f0
 
-    # co-evolution heatmap: MAGIC attacker checkpoint (row) x defender checkpoint (column)
-    h_mg = runs["magic"]["history"]
-    heat, comp_curve = [], []
-    for a in h_mg.attacker_checkpoints:
-        attacks, progs, _ = attacker_programs(a, lang, harm, seed=60_000 + seed)
-        heat.append([_rates((oracle,), attacks, greedy_responses(d, attacks))[0] for d in h_mg.defender_checkpoints])
-        comp_curve.append(novelty(progs)["composition_share"])
+    # co-evolution heatmap: MAGIC attacker checkpoint (row) x defender checkpoint (column), the
+    # mean over replicates
+    heats, comp_curves = [], []
+    for run_ in runs["magic"]:
+        h_mg = run_["history"]
+        heat, comp_curve = [], []
+        for a in h_mg.attacker_checkpoints:
+            attacks, progs, _ = attacker_programs(a, lang, harm, seed=60_000 + seed)
+            heat.append([_rates((oracle,), attacks, greedy_responses(d, attacks))[0]
+                         for d in h_mg.defender_checkpoints])
+            comp_curve.append(novelty(progs)["composition_share"])
+        heats.append(heat)
+        comp_curves.append(comp_curve)
+    heat = np.mean(heats, axis=0).tolist()
+    comp_curve = np.mean(comp_curves, axis=0).tolist()
+    h0 = runs["magic"][0]["history"]  # replicate 0's reward trace
+    curves = {arm: {b: metrics[arm][f"asr_adaptive_b{b}"] for b in sorted(set(c.adaptive_budgets))} for arm in ARMS}
     extras = {"heatmap": heat, "composition_share_by_round": comp_curve,
               "heldout_programs": ["".join(p) for p in heldout],
               "adaptive_curve": {arm: {str(b): v for b, v in cv.items()} for arm, cv in curves.items()},
               "zero_adv_groups_per_step": zero_curves,
-              "magic_rewards": {"roles": h_mg.roles, "reward": [lg["reward"] for lg in h_mg.logs]}}
+              "magic_rewards": {"roles": h0.roles, "reward": [lg["reward"] for lg in h0.logs]},
+              "replicates": per_rep}
     eval_phase.__exit__(None, None, None)
     return SeedOutput(metrics=metrics, extras=extras, tuning=tuned)
 
