@@ -137,3 +137,33 @@ def test_sft_defender_bad_inputs(agents):
         sft_defender(dfn.copy(), seeds, 1, uncertain_share=0.3)
     with pytest.raises(ValueError, match="label_noise"):
         sft_defender(dfn.copy(), seeds, 1, label_noise=0.6)
+    with pytest.raises(ValueError, match="rewrite_labels"):
+        sft_defender(dfn.copy(), seeds, 1, language=LANG, uncertain_share=0.3, rewrite_labels="oracle")
+
+
+def test_sft_defender_truth_labels_answer_every_rewrite_by_its_seed(agents, monkeypatch):
+    """rewrite_labels="truth": the same texts as the coin mode, every rewritten prompt answered by
+    its seed's label (refuse iff harmful); "coin" answers them independently of the label."""
+    import icml26.papers.magic.game as G
+
+    seeds, _, dfn = agents
+    seen = {}
+
+    def capture(model, data, cfg, **kw):
+        seen["data"] = data
+        return [0.0]
+
+    monkeypatch.setattr(G, "train_sft", capture)
+    by_text = {}
+    for mode in ("coin", "truth"):
+        sft_defender(dfn.copy(), seeds, 1, language=LANG, uncertain_share=0.5, uncertain_max_depth=3,
+                     rewrite_labels=mode, seed=4)
+        by_text[mode] = [(dfn.decode(r["prompt_ids"]), dfn.decode(r["completion_ids"])) for r in seen["data"]]
+    assert [t for t, _ in by_text["coin"]] == [t for t, _ in by_text["truth"]]
+    rewritten = [(i, t) for i, (t, _) in enumerate(by_text["truth"]) if t != "<bos>" + seeds[i].text]
+    assert 0.3 * len(seeds) < len(rewritten) < 0.7 * len(seeds)
+    harmful = {i: seeds[i].harmful for i, _ in rewritten}
+    truth = [by_text["truth"][i][1].startswith("<REF>") for i, _ in rewritten]
+    coin = [by_text["coin"][i][1].startswith("<REF>") for i, _ in rewritten]
+    assert truth == [harmful[i] for i, _ in rewritten]
+    assert 0.2 < np.mean([c == harmful[i] for c, (i, _) in zip(coin, rewritten, strict=True)]) < 0.8

@@ -176,7 +176,7 @@ def defender_target(seed: Seed, refuse: bool) -> str:
 def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise: float = 0.15,
                  lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
                  language: IntentLanguage | None = None, uncertain_share: float = 0.0,
-                 uncertain_max_depth: int = 1) -> list[float]:
+                 uncertain_max_depth: int = 1, rewrite_labels: str = "coin") -> list[float]:
     """The "instruct" defender: SFT on vanilla seeds, refusing harmful ones, with label noise.
 
     With ``language`` and ``uncertain_share > 0``, that share of the examples are random depth-1
@@ -185,7 +185,13 @@ def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise
     rather than confidently arbitrary. The labels carry no information about intent. With
     ``uncertain_max_depth > 1`` the rewrites are random programs of depth 1..that (compositions
     too), so the base policy is not collapsed on compositions either.
+
+    ``rewrite_labels="truth"`` answers the rewrites with the seed's true label instead (refuse
+    iff harmful, no label noise): a defender *told* the intent behind every rewrite, the
+    supervised positive control of what this model size can learn to decode.
     """
+    if rewrite_labels not in ("coin", "truth"):
+        raise ValueError(f"rewrite_labels must be 'coin' or 'truth', got {rewrite_labels!r}")
     if not 0.0 <= label_noise < 0.5:
         raise ValueError(f"label_noise must be in [0, 0.5), got {label_noise!r}")
     if not 0.0 <= uncertain_share < 1.0 or (uncertain_share > 0 and language is None):
@@ -200,7 +206,8 @@ def sft_defender(defender: Agent, seeds: Sequence[Seed], steps: int, label_noise
             else:
                 prog = (language.operators[int(rng.integers(len(language.operators)))],)
             text = language.execute(prog, s.text)
-            refuse = bool(rng.random() < 0.5)
+            coin = bool(rng.random() < 0.5)  # drawn either way: both label modes see the same texts
+            refuse = coin if rewrite_labels == "coin" else s.harmful
         data.append({"prompt_ids": defender.encode(text),
                      "completion_ids": [*defender.tok.encode(defender_target(s, refuse)), defender.tok.eos_id]})
     cfg = SFTConfig(learning_rate=lr, per_device_train_batch_size=batch_size, max_steps=steps, seed=seed)
