@@ -1,7 +1,8 @@
 """Can any defender of magic's quick size become robust to the adaptive attacker? (issue 45)
 
-Three studies on the quick profile's substrate (language, train/eval seeds, base defender, guard
-and Phase-1 attacker built as ``icml26.papers.magic.experiment.run`` builds them), every number
+Three studies on the quick profile's substrate (language, train/eval seeds, and the guard, base
+defender and Phase-1 attacker from the experiment's own ``train_guard``, ``sft_base_defender`` and
+``phase1_attacker``, as ``icml26.papers.magic.experiment.run`` builds them), every number
 judged by the grammar oracle on the test seeds with the experiment's own evaluation functions:
 
 * ``replicates`` -- ``run(Config.quick(train_repeats=R))`` for seeds 0-5: every trained arm's
@@ -49,18 +50,13 @@ from icml26.papers.magic import (
 )
 from icml26.papers.magic.game import (
     adaptive_asr_curve,
-    attack_pool,
     attacker_source,
     defender_grpo_step,
     greedy_responses,
     pool_source,
-    pretrain_attacker,
-    prior_rows,
     refusal_rate,
-    sft_attacker,
     sft_defender,
 )
-from icml26.papers.magic.guard import LearnedGuard
 from icml26.papers.magic.language import REFUSE
 
 HERE = Path(__file__).parent
@@ -77,13 +73,9 @@ def _substrate(seed: int, c: E.Config):
     rng = np.random.default_rng(seed)
     train = lang.sample_seeds(c.n_train_seeds, rng)
     evals = lang.sample_seeds(c.n_eval_seeds, np.random.default_rng(10_000 + seed))
-    g_seeds = train[:c.pool_seeds]
-    g_text = [s.text for s in g_seeds] + [lang.execute((op,), s.text) for s in g_seeds for op in lang.operators]
-    g_lab = [s.harmful for s in g_seeds] + [s.harmful for s in g_seeds for _ in lang.operators]
-    guard = LearnedGuard(g_text, g_lab, dim=2048, steps=100, lr=0.5, seed=seed)
+    guard = E.train_guard(lang, train[:c.pool_seeds], seed)
     prior, base = make_agents(lang, d_model=c.d_model, n_layers=c.n_layers, seed=seed)
-    sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
-                 uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
+    E.sft_base_defender(c, base, lang, train, seed)
     return lang, train, evals, guard, prior, base
 
 
@@ -110,7 +102,6 @@ def _depth_errors(d, lang, evals, seed: int) -> dict[str, float]:
 
 
 def study_replicates(seed: int, repeats: int) -> dict:
-    E.WORKERS = 1  # one seed per worker: its arms run serially
     o = E.run(dataclasses.replace(E.Config.quick(), seeds=(seed,), train_repeats=repeats), seed)
     reps = o.extras["replicates"]
     return {"base": o.metrics["base"]["asr_adaptive"],
@@ -128,8 +119,7 @@ def study_supervised(seed: int) -> dict:
                 d = base.copy()  # the quick defender: continue from the base SFT
             else:  # a larger defender: its own base SFT first (same data and steps)
                 _, d = make_agents(lang, d_model=dm, n_layers=nl, seed=seed)
-                sft_defender(d, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
-                             uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
+                E.sft_base_defender(c, d, lang, train, seed)
             t = time.perf_counter()
             sft_defender(d, train * 4, steps, label_noise=0.0, seed=seed + 5, language=lang,
                          uncertain_share=REWRITE_SHARE, uncertain_max_depth=lang.max_depth, rewrite_labels="truth")
@@ -143,11 +133,7 @@ def study_longer_grpo(seed: int) -> dict:
     c = E.Config.quick()
     lang, train, evals, guard, prior, base = _substrate(seed, c)
     oracle = RuleJudge(lang)
-    pretrain_attacker(prior, lang, train, c.attacker_pretrain_steps, seed=seed)
-    pool = attack_pool(lang, train[:c.pool_seeds])
-    n_prior = int(round(c.prior_mix / (1 - c.prior_mix) * len(pool)))
-    a0 = prior.copy()
-    sft_attacker(a0, pool + prior_rows(lang, train, n_prior, seed=seed + 3), c.attacker_sft_steps, seed=seed)
+    a0 = E.phase1_attacker(c, prior, lang, train, seed)
     heldout = E._heldout_programs(lang, c.heldout_programs, np.random.default_rng(20_000 + seed))
     held_benign = [lang.execute(p, s.text) for s in evals if not s.harmful for p in heldout]
     out: dict = {"base": _adaptive(base, lang, evals, seed)["2"]}

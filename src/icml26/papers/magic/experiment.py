@@ -231,6 +231,33 @@ def _unpack_run(p: dict, defender_template, attacker_template) -> dict:
                 defender_checkpoints=[_agent_from(defender_template, b) for b in h["defender_checkpoints"]])}
 
 
+def train_guard(lang: IntentLanguage, seeds, seed: int) -> LearnedGuard:
+    """The seed's learned guard, the same for every arm: trained on labelled attack text (the
+    vanilla ``seeds`` and their depth-1 rewrites, labelled by the oracle)."""
+    text = [s.text for s in seeds] + [lang.execute((op,), s.text) for s in seeds for op in lang.operators]
+    labels = [s.harmful for s in seeds] + [s.harmful for s in seeds for _ in lang.operators]
+    return LearnedGuard(text, labels, dim=2048, steps=100, lr=0.5, seed=seed)
+
+
+def sft_base_defender(c: Config, defender, lang: IntentLanguage, train, seed: int) -> None:
+    """The "instruct" base defender: SFT on ``train`` with the config's label noise and uncertain
+    rewrites (in place)."""
+    sft_defender(defender, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
+                 uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
+
+
+def phase1_attacker(c: Config, prior, lang: IntentLanguage, train, seed: int):
+    """Pretrain the attacker's ``prior`` in place (random programs), then return its Phase-1 copy:
+    SFT on the depth-1 attack pool replaying ``prior_mix`` of the prior's programs."""
+    if c.attacker_pretrain_steps:
+        pretrain_attacker(prior, lang, train, c.attacker_pretrain_steps, seed=seed)
+    pool = attack_pool(lang, train[:c.pool_seeds])
+    n_prior = int(round(c.prior_mix / (1 - c.prior_mix) * len(pool)))
+    a0 = prior.copy()
+    sft_attacker(a0, pool + prior_rows(lang, train, n_prior, seed=seed + 3), c.attacker_sft_steps, seed=seed)
+    return a0
+
+
 def run(config: Config, seed: int) -> SeedOutput:
     c = config
     lang = IntentLanguage(seed=seed)
@@ -242,36 +269,23 @@ def run(config: Config, seed: int) -> SeedOutput:
     harm = [s for s in evals if s.harmful]
     benign = [s for s in evals if not s.harmful]
 
-    # the learned guard: one per seed, trained on labelled attack text (vanilla seeds and their
-    # depth-1 rewrites, labelled by the oracle), the same guard for every arm
-    g_seeds = train[:c.pool_seeds]
-    g_text = [s.text for s in g_seeds] + [lang.execute((op,), s.text) for s in g_seeds for op in lang.operators]
-    g_lab = [s.harmful for s in g_seeds] + [s.harmful for s in g_seeds for _ in lang.operators]
     with phase("guard"):
-        guard = LearnedGuard(g_text, g_lab, dim=2048, steps=100, lr=0.5, seed=seed)
+        guard = train_guard(lang, train[:c.pool_seeds], seed)
     judge = guard if c.reward_judge == "guard" else oracle
     r_def = DefenderReward(judge, c.r_harm, c.r_ref)
     r_att = AttackerReward(r_def, c.r_fmt)
 
     # shared per-seed checkpoints: the base defender, the attacker's prior, the Phase-1 attacker
     attacker_prior, base = make_agents(lang, d_model=c.d_model, n_layers=c.n_layers, seed=seed)
-    pool = attack_pool(lang, train[:c.pool_seeds])
-    n_prior = int(round(c.prior_mix / (1 - c.prior_mix) * len(pool)))
 
     def defender_stage():
         with limit_torch_threads(GAME_THREADS):
-            sft_defender(base, train, c.defender_sft_steps, c.label_noise, seed=seed, language=lang,
-                         uncertain_share=c.uncertain_share, uncertain_max_depth=c.uncertain_max_depth)
+            sft_base_defender(c, base, lang, train, seed)
             return (base,)
 
     def attacker_stage():
         with limit_torch_threads(GAME_THREADS):
-            if c.attacker_pretrain_steps:
-                pretrain_attacker(attacker_prior, lang, train, c.attacker_pretrain_steps, seed=seed)
-            a0 = attacker_prior.copy()
-            sft_attacker(a0, pool + prior_rows(lang, train, n_prior, seed=seed + 3), c.attacker_sft_steps,
-                         seed=seed)
-            return attacker_prior, a0
+            return attacker_prior, phase1_attacker(c, attacker_prior, lang, train, seed)
 
     with phase("sft"):  # the defender's SFT and the attacker's pretraining + Phase 1 are independent
         (d_out,), (prior_out, a0_out) = fork_map([defender_stage, attacker_stage], WORKERS,
@@ -454,8 +468,7 @@ def run(config: Config, seed: int) -> SeedOutput:
                          "composition_share_end": nov["composition_share"],
                          "distinct_compositions_end": nov["distinct_compositions"], "format_valid_end": fmt}.items():
                 reps.setdefault(k, []).append(v)
-        for k, v in reps.items():
-            per_rep[arm][k] = v
+        per_rep[arm].update(reps)
         metrics[arm].update({"attacker_asr_start": a_start,
                              "composition_share_start": novelty(p_init)["composition_share"],
                              **{k: float(np.mean(v)) for k, v in reps.items()}})
